@@ -1,0 +1,90 @@
+# gshell build. `make` builds build/gshell and build/torch.so; `make test`
+# runs every spec and ends with "N passed, N failed". Missing Debian
+# packages are installed first (tools/install-deps.sh).
+#   make CUDA=0        CPU-only build even when nvcc is present
+#   make SANITIZE=1    AddressSanitizer + UBSan build in build-san/
+#   make WERROR=1      warnings are errors (CI)
+
+CC      ?= cc
+CUDA_HOME ?= /usr/local/cuda
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
+CUDA    ?= $(if $(NVCC),1,0)
+SANITIZE ?= 0
+WERROR  ?= 0
+
+BUILD   := $(if $(filter 1,$(SANITIZE)),build-san,build)
+LUA_INC := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
+
+CFLAGS  := -std=gnu11 -O2 -g -fPIC -fopenmp -Wall -Wextra -Wno-unused-parameter \
+           -Wshadow -Wstrict-prototypes $(LUA_INC) -Isrc -I$(BUILD)/gen
+LDLIBS  := -lopenblas -lm -fopenmp
+ifeq ($(WERROR),1)
+  CFLAGS += -Werror
+endif
+ifeq ($(SANITIZE),1)
+  CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  LDLIBS += -fsanitize=address,undefined
+  CUDA := 0
+endif
+
+ENGINE_SRCS := $(filter-out src/main.c src/repl%.c,$(wildcard src/*.c))
+SHELL_SRCS  := $(wildcard src/main.c src/repl*.c)
+LUA_SRCS    := $(shell find lua -name '*.lua' | sort)
+ENGINE_OBJS := $(ENGINE_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/lua_embedded.o
+SHELL_OBJS  := $(SHELL_SRCS:src/%.c=$(BUILD)/obj/%.o)
+
+ifeq ($(CUDA),1)
+  CU_SRCS   := $(wildcard kernels/*.cu)
+  CU_OBJS   := $(CU_SRCS:kernels/%.cu=$(BUILD)/cu/%.o)
+  CFLAGS    += -DGS_HAVE_CUDA -I$(CUDA_HOME)/include
+  # A fat binary: the machine that builds may have no GPU (no -arch=native).
+  NVFLAGS   := -O3 -std=c++17 -Isrc -Ikernels -Xcompiler -fPIC,-Wall \
+               -gencode arch=compute_70,code=sm_70 -gencode arch=compute_80,code=sm_80 \
+               -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+  ifeq ($(WERROR),1)
+    NVFLAGS += -Werror all-warnings
+  endif
+  # cudart is linked statically (it finds the driver at run time, so the
+  # binary starts on machines without one); cuBLAS is opened lazily.
+  LDLIBS    += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
+  ENGINE_OBJS += $(CU_OBJS)
+endif
+
+.PHONY: all deps test bench clean gpu-bundle
+all: deps $(BUILD)/gshell $(BUILD)/torch.so
+
+deps:
+	@sh tools/install-deps.sh
+
+$(BUILD)/gshell: $(ENGINE_OBJS) $(SHELL_OBJS)
+	$(CC) -o $@ $^ -llua5.4 -lreadline $(LDLIBS) -Wl,-E
+
+# The module for stock lua5.4: the host interpreter provides Lua's symbols.
+$(BUILD)/torch.so: $(ENGINE_OBJS)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/obj $(BUILD)/gen/lua_embedded.h
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/cu/%.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/*.h) | $(BUILD)/cu
+	$(NVCC) $(NVFLAGS) -c -o $@ $<
+
+# The Lua library is compiled into the binary: gshell needs no files beside it.
+$(BUILD)/gen/lua_embedded.c $(BUILD)/gen/lua_embedded.h: $(LUA_SRCS) tools/embed_lua.sh | $(BUILD)/gen
+	sh tools/embed_lua.sh $(BUILD)/gen $(LUA_SRCS)
+
+$(BUILD)/obj/lua_embedded.o: $(BUILD)/gen/lua_embedded.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj $(BUILD)/cu $(BUILD)/gen:
+	mkdir -p $@
+
+test: all
+	@sh tools/run_specs.sh $(BUILD)
+
+bench: all
+	@sh tools/install-deps.sh python3-torch
+	@sh bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-san

@@ -1,0 +1,21 @@
+/* backend_cpu.h: the CPU kernels, shared by the cpu and sim backends
+ * (a simulated GPU computes on the host). See gs_backend.h for contracts. */
+#ifndef BACKEND_CPU_H
+#define BACKEND_CPU_H
+#include "gs_backend.h"
+
+gs_status gs_cpu_copy(gs_tensor *dst, const gs_tensor *src);
+gs_status gs_cpu_fill(gs_tensor *dst, gs_scalar value);
+gs_status gs_cpu_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args);
+gs_status gs_cpu_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b);
+gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim);
+gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log);
+gs_status gs_cpu_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);
+gs_status gs_cpu_arange(gs_tensor *dst, double start, double step);
+gs_status gs_cpu_random(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a, double b);
+gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
+
+/* Below this many elements a kernel runs on one thread. */
+#define GS_PARALLEL_GRAIN 32768
+
+#endif

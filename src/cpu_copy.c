@@ -1,0 +1,127 @@
+/* cpu_copy.c: copy with dtype conversion between any of the ten dtypes,
+ * fill, arange and index_select. */
+#include <string.h>
+#include "backend_cpu.h"
+#include "cpu_iter.h"
+
+static inline int64_t i64_of_f(double v) { return gs_f64_to_i64(v); }
+static inline int64_t i64_of_i(int64_t v) { return v; }
+#define TO_I64(v) _Generic((v), float: i64_of_f, double: i64_of_f, default: i64_of_i)(v)
+
+#define LD_f32(p) (*(const float *)(p))
+#define LD_f64(p) (*(const double *)(p))
+#define LD_f16(p) gs_half_to_float(*(const uint16_t *)(p))
+#define LD_bf16(p) gs_bf16_to_float(*(const uint16_t *)(p))
+#define LD_i64(p) (*(const int64_t *)(p))
+#define LD_i32(p) ((int64_t) * (const int32_t *)(p))
+#define LD_i16(p) ((int64_t) * (const int16_t *)(p))
+#define LD_i8(p) ((int64_t) * (const int8_t *)(p))
+#define LD_u8(p) ((int64_t) * (const uint8_t *)(p))
+#define LD_b8(p) ((int64_t)(*(const uint8_t *)(p) != 0))
+
+#define ST_f32(p, v) (*(float *)(p) = (float)(v))
+#define ST_f64(p, v) (*(double *)(p) = (double)(v))
+#define ST_f16(p, v) (*(uint16_t *)(p) = gs_float_to_half((float)(v)))
+#define ST_bf16(p, v) (*(uint16_t *)(p) = gs_float_to_bf16((float)(v)))
+#define ST_i64(p, v) (*(int64_t *)(p) = TO_I64(v))
+#define ST_i32(p, v) (*(int32_t *)(p) = (int32_t)TO_I64(v))
+#define ST_i16(p, v) (*(int16_t *)(p) = (int16_t)TO_I64(v))
+#define ST_i8(p, v) (*(int8_t *)(p) = (int8_t)TO_I64(v))
+#define ST_u8(p, v) (*(uint8_t *)(p) = (uint8_t)TO_I64(v))
+#define ST_b8(p, v) (*(uint8_t *)(p) = (v) != 0)
+
+#define CONV(S, D)                                                          \
+  static void conv_##S##_##D(char **d, const int64_t *s, int64_t n, void *ctx) { \
+    char *o = d[0];                                                         \
+    const char *q = d[1];                                                   \
+    for (int64_t i = 0; i < n; i++, o += s[0], q += s[1]) ST_##D(o, LD_##S(q)); \
+  }
+#define CONV_ROW(S) CONV(S, f32) CONV(S, f64) CONV(S, f16) CONV(S, bf16) CONV(S, i64) \
+  CONV(S, i32) CONV(S, i16) CONV(S, i8) CONV(S, u8) CONV(S, b8)
+CONV_ROW(f32) CONV_ROW(f64) CONV_ROW(f16) CONV_ROW(bf16) CONV_ROW(i64)
+CONV_ROW(i32) CONV_ROW(i16) CONV_ROW(i8) CONV_ROW(u8) CONV_ROW(b8)
+
+#define ROW(S) {conv_##S##_f32, conv_##S##_f64, conv_##S##_f16, conv_##S##_bf16, conv_##S##_i64, \
+  conv_##S##_i32, conv_##S##_i16, conv_##S##_i8, conv_##S##_u8, conv_##S##_b8}
+/* indexed [src dtype][dst dtype], in gs_dtype order */
+static const gs_loop_fn conv[GS_NDTYPES][GS_NDTYPES] = {
+  ROW(f32), ROW(f64), ROW(f16), ROW(bf16), ROW(i64), ROW(i32), ROW(i16), ROW(i8), ROW(u8), ROW(b8)};
+
+/* Same dtype: memcpy runs when contiguous, element moves otherwise. */
+#define MOVE(W, T)                                                             \
+  static void move_##W(char **d, const int64_t *s, int64_t n, void *ctx) {    \
+    if (s[0] == W && s[1] == W) { memcpy(d[0], d[1], (size_t)(n * W)); return; } \
+    char *o = d[0]; const char *q = d[1];                                      \
+    for (int64_t i = 0; i < n; i++, o += s[0], q += s[1]) *(T *)o = *(const T *)q; \
+  }
+MOVE(1, uint8_t) MOVE(2, uint16_t) MOVE(4, uint32_t) MOVE(8, uint64_t)
+
+gs_status gs_cpu_copy(gs_tensor *dst, const gs_tensor *src) {
+  const gs_tensor *ops[2] = {dst, src};
+  gs_loop_fn fn;
+  if (dst->dtype == src->dtype || (dst->dtype == GS_UINT8 && src->dtype == GS_BOOL)) {
+    size_t w = gs_dtype_size(dst->dtype);
+    fn = w == 1 ? move_1 : w == 2 ? move_2 : w == 4 ? move_4 : move_8;
+  } else {
+    fn = conv[src->dtype][dst->dtype];
+  }
+  gs_cpu_foreach(2, ops, fn, NULL, false);
+  return GS_OK;
+}
+
+#define FILL(W, T)                                                             \
+  static void fill_##W(char **d, const int64_t *s, int64_t n, void *ctx) {    \
+    T v = *(const T *)ctx;                                                     \
+    if (s[0] == W) { T *o = (T *)d[0]; for (int64_t i = 0; i < n; i++) o[i] = v; return; } \
+    char *o = d[0];                                                            \
+    for (int64_t i = 0; i < n; i++, o += s[0]) *(T *)o = v;                    \
+  }
+FILL(1, uint8_t) FILL(2, uint16_t) FILL(4, uint32_t) FILL(8, uint64_t)
+
+gs_status gs_cpu_fill(gs_tensor *dst, gs_scalar value) {
+  uint64_t bits = 0;
+  if (value.is_float) gs_store_f64(dst->dtype, &bits, value.f);
+  else gs_store_i64(dst->dtype, &bits, value.i);
+  size_t w = gs_dtype_size(dst->dtype);
+  gs_loop_fn fn = w == 1 ? fill_1 : w == 2 ? fill_2 : w == 4 ? fill_4 : fill_8;
+  const gs_tensor *ops[1] = {dst};
+  gs_cpu_foreach(1, ops, fn, &bits, false);
+  return GS_OK;
+}
+
+gs_status gs_cpu_arange(gs_tensor *dst, double start, double step) {
+  int64_t n = gs_numel(dst);
+  char *p = gs_tensor_ptr(dst);
+  size_t w = gs_dtype_size(dst->dtype);
+  bool is_int = !gs_dtype_is_float(dst->dtype);
+  int64_t istart = (int64_t)start, istep = (int64_t)step;
+  bool exact_int = is_int && (double)istart == start && (double)istep == step;
+  for (int64_t i = 0; i < n; i++) {
+    if (exact_int) gs_store_i64(dst->dtype, p + i * w, istart + istep * i);
+    else gs_store_f64(dst->dtype, p + i * w, start + step * (double)i);
+  }
+  return GS_OK;
+}
+
+gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
+  /* x and out contiguous: [outer, size, inner] -> [outer, nidx, inner] */
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; d++) outer *= x->shape[d];
+  for (int d = dim + 1; d < x->ndim; d++) inner *= x->shape[d];
+  int64_t size = x->shape[dim], nidx = gs_numel(idx);
+  size_t row = (size_t)inner * gs_dtype_size(x->dtype);
+  const int64_t *ix = (const int64_t *)gs_tensor_ptr(idx);
+  int64_t istride = idx->ndim ? idx->stride[0] : 0;
+  const char *src = gs_tensor_ptr(x);
+  char *dst = gs_tensor_ptr(out);
+  for (int64_t j = 0; j < nidx; j++) {
+    int64_t k = ix[j * istride];
+    if (k < 0 || k >= size)
+      return gs_error("index %lld is out of bounds for dimension %d with size %lld",
+                      (long long)k, dim, (long long)size);
+  }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < nidx; j++)
+      memcpy(dst + (o * nidx + j) * row, src + (o * size + ix[j * istride]) * row, row);
+  return GS_OK;
+}

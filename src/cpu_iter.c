@@ -1,0 +1,94 @@
+/* cpu_iter.c: the N-d strided iteration behind every CPU elementwise op. */
+#include <omp.h>
+#include <string.h>
+#include "backend_cpu.h"
+#include "cpu_iter.h"
+
+typedef struct {
+  int nops, ndim;                       /* dims innermost first */
+  int64_t shape[GS_MAX_DIMS];
+  int64_t stride[GS_ITER_MAX_OPS][GS_MAX_DIMS]; /* bytes */
+  char *base[GS_ITER_MAX_OPS];
+} iter;
+
+/* Drops size-1 dims and merges neighbours that are contiguous in every
+ * operand, innermost first. */
+static void iter_build(iter *it, int nops, const gs_tensor *const *ops) {
+  const gs_tensor *o = ops[0];
+  it->nops = nops;
+  it->ndim = 0;
+  for (int k = 0; k < nops; k++) it->base[k] = gs_tensor_ptr(ops[k]);
+  for (int d = o->ndim - 1; d >= 0; d--) {
+    if (o->shape[d] == 1) continue;
+    int n = it->ndim;
+    bool merge = n > 0;
+    for (int k = 0; k < nops && merge; k++) {
+      int64_t es = (int64_t)gs_dtype_size(ops[k]->dtype);
+      merge = ops[k]->stride[d] * es == it->stride[k][n - 1] * it->shape[n - 1];
+    }
+    if (merge) { it->shape[n - 1] *= o->shape[d]; continue; }
+    it->shape[n] = o->shape[d];
+    for (int k = 0; k < nops; k++)
+      it->stride[k][n] = ops[k]->stride[d] * (int64_t)gs_dtype_size(ops[k]->dtype);
+    it->ndim++;
+  }
+  if (it->ndim == 0) { /* a single element */
+    it->ndim = 1;
+    it->shape[0] = 1;
+    for (int k = 0; k < nops; k++) it->stride[k][0] = 0;
+  }
+}
+
+/* Runs elements [begin, end) in row-major order of the coalesced shape. */
+static void iter_run(const iter *it, int64_t begin, int64_t end, gs_loop_fn fn, void *ctx) {
+  int64_t coord[GS_MAX_DIMS];
+  int64_t rem = begin;
+  char *ptr[GS_ITER_MAX_OPS];
+  for (int k = 0; k < it->nops; k++) ptr[k] = it->base[k];
+  for (int d = 0; d < it->ndim; d++) {
+    coord[d] = rem % it->shape[d];
+    rem /= it->shape[d];
+    for (int k = 0; k < it->nops; k++) ptr[k] += coord[d] * it->stride[k][d];
+  }
+  int64_t inner[GS_ITER_MAX_OPS];
+  for (int k = 0; k < it->nops; k++) inner[k] = it->stride[k][0];
+  int64_t pos = begin;
+  while (pos < end) {
+    int64_t n = it->shape[0] - coord[0];
+    if (n > end - pos) n = end - pos;
+    fn(ptr, inner, n, ctx);
+    pos += n;
+    if (pos >= end) break;
+    /* advance: inner dim wraps to 0, carry outward */
+    for (int k = 0; k < it->nops; k++) ptr[k] += (it->shape[0] - coord[0]) * inner[k];
+    for (int k = 0; k < it->nops; k++) ptr[k] -= it->shape[0] * inner[k];
+    coord[0] = 0;
+    for (int d = 1; d < it->ndim; d++) {
+      coord[d]++;
+      for (int k = 0; k < it->nops; k++) ptr[k] += it->stride[k][d];
+      if (coord[d] < it->shape[d]) break;
+      for (int k = 0; k < it->nops; k++) ptr[k] -= coord[d] * it->stride[k][d];
+      coord[d] = 0;
+    }
+  }
+}
+
+void gs_cpu_foreach(int nops, const gs_tensor *const *ops, gs_loop_fn fn, void *ctx, bool serial) {
+  int64_t total = gs_numel(ops[0]);
+  if (total == 0) return;
+  iter it;
+  iter_build(&it, nops, ops);
+  int nthreads = omp_get_max_threads();
+  if (serial || total < GS_PARALLEL_GRAIN || nthreads <= 1) {
+    iter_run(&it, 0, total, fn, ctx);
+    return;
+  }
+  int64_t chunks = total / (GS_PARALLEL_GRAIN / 2);
+  if (chunks > nthreads) chunks = nthreads;
+#pragma omp parallel for num_threads((int)chunks) schedule(static)
+  for (int64_t c = 0; c < chunks; c++) {
+    /* split on 64-element boundaries so threads never share a cache line */
+    int64_t b = (total * c / chunks) & ~(int64_t)63, e = c + 1 == chunks ? total : (total * (c + 1) / chunks) & ~(int64_t)63;
+    iter_run(&it, b, e, fn, ctx);
+  }
+}

@@ -1,0 +1,98 @@
+/* gs_alloc_host.c: a caching allocator for host memory. Fresh large
+ * allocations come from mmap and fault in every page on first touch, which
+ * costs more than the arithmetic of an elementwise op; keeping freed blocks
+ * in size-class bins lets a loop of large ops reuse warm memory. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gs_alloc_host.h"
+
+#define SMALL 4096            /* below this, plain malloc is fast enough */
+#define NCLASSES (64 * 4)
+#define CACHE_LIMIT ((size_t)4 << 30)
+
+typedef struct block { struct block *next; } block;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static block *bins[NCLASSES];
+static size_t cached_bytes, in_use_bytes, peak_bytes;
+
+/* Size classes: 4 steps per power of two, so waste stays under 25%. */
+static int size_class(size_t n, size_t *rounded) {
+  int k = 63 - __builtin_clzll((unsigned long long)n); /* 2^k <= n */
+  size_t base = (size_t)1 << k, step = base / 4;
+  size_t q = (n - base + step - 1) / step;             /* 0..4 */
+  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
+  *rounded = base + q * step;
+  return k * 4 + (int)q;
+}
+
+void *gs_host_alloc(size_t n) {
+  if (n == 0) n = 1;
+  if (n < SMALL) {
+    void *p = malloc(n);
+    if (p) {
+      pthread_mutex_lock(&lock);
+      in_use_bytes += n;
+      if (in_use_bytes > peak_bytes) peak_bytes = in_use_bytes;
+      pthread_mutex_unlock(&lock);
+    }
+    return p;
+  }
+  size_t rounded;
+  int c = size_class(n, &rounded);
+  pthread_mutex_lock(&lock);
+  block *b = bins[c];
+  if (b) { bins[c] = b->next; cached_bytes -= rounded; }
+  pthread_mutex_unlock(&lock);
+  if (!b) {
+    b = aligned_alloc(64, rounded);
+    if (!b) { gs_host_empty_cache(); b = aligned_alloc(64, rounded); }
+    if (!b) return NULL;
+  }
+  pthread_mutex_lock(&lock);
+  in_use_bytes += rounded;
+  if (in_use_bytes > peak_bytes) peak_bytes = in_use_bytes;
+  pthread_mutex_unlock(&lock);
+  return b;
+}
+
+void gs_host_free(void *p, size_t n) {
+  if (!p) return;
+  if (n == 0) n = 1;
+  if (n < SMALL) {
+    pthread_mutex_lock(&lock);
+    in_use_bytes -= n;
+    pthread_mutex_unlock(&lock);
+    free(p);
+    return;
+  }
+  size_t rounded;
+  int c = size_class(n, &rounded);
+  pthread_mutex_lock(&lock);
+  in_use_bytes -= rounded;
+  bool keep = cached_bytes + rounded <= CACHE_LIMIT;
+  if (keep) {
+    block *b = p;
+    b->next = bins[c];
+    bins[c] = b;
+    cached_bytes += rounded;
+  }
+  pthread_mutex_unlock(&lock);
+  if (!keep) free(p);
+}
+
+void gs_host_empty_cache(void) {
+  pthread_mutex_lock(&lock);
+  for (int c = 0; c < NCLASSES; c++) {
+    block *b = bins[c];
+    while (b) { block *next = b->next; free(b); b = next; }
+    bins[c] = NULL;
+  }
+  cached_bytes = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+size_t gs_host_bytes_in_use(void) { return in_use_bytes; }
+size_t gs_host_bytes_cached(void) { return cached_bytes; }

@@ -1,0 +1,97 @@
+/* gs_backend.h: one table of function pointers per backend (cpu, sim,
+ * cuda). The op layer (gs_op_*.c) validates everything first -- shapes,
+ * dtypes, devices, bounds -- so backends only compute. A backend that
+ * lacks an op leaves its slot NULL and the user gets an error naming the
+ * op and the device.
+ *
+ * Conventions for kernel slots: tensors all live on the backend's device;
+ * inputs are already in the op's compute dtype (gs_compute_dtype) unless
+ * the slot says otherwise; shapes already broadcast (inputs carry stride 0
+ * where they were expanded); outputs are freshly allocated and contiguous
+ * unless the slot says otherwise. Every slot returns GS_OK or a gs_error. */
+#ifndef GS_BACKEND_H
+#define GS_BACKEND_H
+
+#include "gs_tensor.h"
+
+typedef struct { bool is_float; double f; int64_t i; } gs_scalar;
+static inline gs_scalar gs_scalar_f(double f) { gs_scalar s = {true, f, 0}; return s; }
+static inline gs_scalar gs_scalar_i(int64_t i) { gs_scalar s = {false, (double)i, i}; return s; }
+
+typedef enum {
+  GS_U_NEG, GS_U_ABS, GS_U_EXP, GS_U_LOG, GS_U_SQRT, GS_U_RSQRT, GS_U_SIGMOID,
+  GS_U_TANH, GS_U_RELU, GS_U_SIN, GS_U_COS, GS_U_FLOOR, GS_U_CEIL, GS_U_ROUND,
+  GS_U_TRUNC, GS_U_SIGN, GS_U_RECIPROCAL, GS_U_LOG1P, GS_U_EXPM1, GS_U_SQUARE,
+  GS_U_LOGICAL_NOT, GS_U_CLAMP, /* args: min, max (NaN = unbounded) */
+  GS_U_COUNT
+} gs_unary_op;
+
+typedef enum {
+  GS_B_ADD, GS_B_SUB, GS_B_MUL, GS_B_DIV, GS_B_FLOOR_DIV, GS_B_REMAINDER, GS_B_POW,
+  GS_B_MAXIMUM, GS_B_MINIMUM,
+  /* comparisons and logic write a bool output */
+  GS_B_EQ, GS_B_NE, GS_B_LT, GS_B_LE, GS_B_GT, GS_B_GE, GS_B_LOGICAL_AND, GS_B_LOGICAL_OR,
+  GS_B_COUNT
+} gs_binary_op;
+
+typedef enum {
+  GS_R_SUM, GS_R_PROD, GS_R_MAX, GS_R_MIN, GS_R_ARGMAX, GS_R_ARGMIN, GS_R_COUNT
+} gs_reduce_op;
+
+typedef enum { GS_RAND_UNIFORM, GS_RAND_NORMAL, GS_RAND_INT } gs_random_kind;
+
+typedef struct {
+  size_t allocated, max_allocated, reserved, total, free;
+} gs_mem_stats;
+
+typedef struct gs_backend {
+  const char *name; /* "cpu", "sim", "cuda" */
+
+  /* memory: alloc returns NULL when out of memory (no message) */
+  void *(*alloc)(int index, size_t nbytes);
+  void (*free)(int index, void *ptr, size_t nbytes);
+  void (*empty_cache)(int index);
+  void (*mem_stats)(int index, gs_mem_stats *out);
+  void (*reset_peak)(int index);
+  /* raw byte copies between this device and the host or another device
+   * of the same backend (d2d falls back to a bounce through the host when
+   * NULL or when it fails for lack of peer access) */
+  gs_status (*memcpy_h2d)(int index, void *dst, const void *src, size_t n);
+  gs_status (*memcpy_d2h)(int index, void *dst, const void *src, size_t n);
+  gs_status (*memcpy_d2d)(int dst_index, void *dst, int src_index, const void *src, size_t n);
+  gs_status (*synchronize)(int index);
+
+  /* kernels */
+  /* dst[i] = convert(src[i]): any dtypes, any strides, same shape (src may
+   * carry broadcast strides); dst may be a strided view. */
+  gs_status (*copy)(gs_tensor *dst, const gs_tensor *src);
+  /* dst (any dtype, any strides) = value */
+  gs_status (*fill)(gs_tensor *dst, gs_scalar value);
+  /* out = op(x); x and out in the same compute dtype, except LOGICAL_NOT
+   * (bool out). args: CLAMP's min and max. out may alias x (in place). */
+  gs_status (*unary)(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args);
+  /* out = a op b; a and b share a compute dtype; out has it too, or bool for
+   * comparisons and logic. out may alias a (in place, a contiguous). */
+  gs_status (*binary)(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b);
+  /* x contiguous, viewed as [outer, x->shape[dim], inner]; dim < 0 reduces
+   * everything into a 0-d out. out has x's dtype (int64 for ARG*), idx
+   * (may be NULL) receives 0-based int64 positions for MAX/MIN. */
+  gs_status (*reduce)(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim);
+  /* out = (log_)softmax of contiguous float x along dim */
+  gs_status (*softmax)(gs_tensor *out, const gs_tensor *x, int dim, bool log);
+  /* c[b] = a[b] @ b[b] for 3-d a [B,M,K], b [B,K,N], c [B,M,N] contiguous;
+   * a and b may be strided (transposed, batch stride 0 for broadcast). */
+  gs_status (*gemm)(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);
+  /* dst contiguous: dst[i] = start + i * step */
+  gs_status (*arange)(gs_tensor *dst, double start, double step);
+  /* dst contiguous float32/float64 (int64 for GS_RAND_INT): Philox stream
+   * (seed, offset) so every device draws the same numbers. UNIFORM in
+   * [a, b), NORMAL with mean a and std b, INT in [a, b). */
+  gs_status (*random)(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a, double b);
+  /* out = x.index_select(dim, idx) with idx int64 0-based, checked */
+  gs_status (*index_select)(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
+} gs_backend;
+
+extern const gs_backend gs_backend_cpu;
+
+#endif

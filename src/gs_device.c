@@ -1,0 +1,90 @@
+/* gs_device.c: device names, parsing, and the registry from a device to
+ * its backend. CUDA ordinals are either all simulated or all real. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gs_backend.h"
+#include "gs_device.h"
+
+extern const gs_backend gs_backend_sim;
+#ifdef GS_HAVE_CUDA
+extern const gs_backend gs_backend_cuda;
+int gs_cuda_real_device_count(void); /* backend_cuda.c: lazy, 0 without a driver */
+#endif
+
+static int sim_count = 0;
+static int current_cuda = 0;
+
+void gs_devices_init(int sim_gpus, size_t sim_mem) {
+  void gs_sim_configure(int n, size_t cap);
+  sim_count = sim_gpus > 0 ? sim_gpus : 0;
+  gs_sim_configure(sim_count, sim_mem);
+  current_cuda = 0;
+}
+
+bool gs_cuda_is_simulated(void) { return sim_count > 0; }
+
+int gs_cuda_device_count(void) {
+  if (sim_count > 0) return sim_count;
+#ifdef GS_HAVE_CUDA
+  return gs_cuda_real_device_count();
+#else
+  return 0;
+#endif
+}
+
+int gs_cuda_current_device(void) { return current_cuda; }
+
+gs_status gs_cuda_set_device(int index) {
+  if (index < 0) return gs_error("invalid device ordinal %d: CUDA ordinals start at 0", index);
+  gs_device d = {GS_CUDA, index};
+  GS_TRY(gs_device_resolve(d, &d));
+  current_cuda = index;
+  return GS_OK;
+}
+
+bool gs_device_equal(gs_device a, gs_device b) { return a.type == b.type && a.index == b.index; }
+
+gs_status gs_device_resolve(gs_device in, gs_device *out) {
+  if (in.type == GS_CPU) { *out = gs_cpu(); return GS_OK; }
+  int idx = in.index < 0 ? current_cuda : in.index;
+  if (idx >= gs_cuda_device_count()) {
+    int n = gs_cuda_device_count();
+    if (n == 0)
+      return gs_error("cuda:%d is not available: no CUDA devices are present (start gshell with "
+                      "--sim-gpus N to simulate some)", idx);
+    if (n == 1) return gs_error("cuda:%d is not available: there is 1 CUDA device (cuda:0)", idx);
+    return gs_error("cuda:%d is not available: there are %d CUDA devices (cuda:0 to cuda:%d)", idx, n, n - 1);
+  }
+  out->type = GS_CUDA;
+  out->index = idx;
+  return GS_OK;
+}
+
+gs_status gs_device_parse(const char *s, gs_device *out) {
+  if (strcmp(s, "cpu") == 0) { *out = gs_cpu(); return GS_OK; }
+  if (strcmp(s, "cuda") == 0) { out->type = GS_CUDA; out->index = -1; return GS_OK; }
+  if (strncmp(s, "cuda:", 5) == 0 && s[5] >= '0' && s[5] <= '9') {
+    char *end;
+    long v = strtol(s + 5, &end, 10);
+    if (*end == '\0' && v < 1 << 20) { out->type = GS_CUDA; out->index = (int)v; return GS_OK; }
+  }
+  if (strncmp(s, "cpu:", 4) == 0 && strcmp(s + 4, "0") == 0) { *out = gs_cpu(); return GS_OK; }
+  return gs_error("invalid device string '%s': expected 'cpu', 'cuda' or 'cuda:N' with N >= 0", s);
+}
+
+void gs_device_name(gs_device d, char *buf, size_t n) {
+  if (d.type == GS_CPU) snprintf(buf, n, "cpu");
+  else if (d.index < 0) snprintf(buf, n, "cuda");
+  else snprintf(buf, n, "cuda:%d", d.index);
+}
+
+const gs_backend *gs_device_backend(gs_device d) {
+  if (d.type == GS_CPU) return &gs_backend_cpu;
+  if (sim_count > 0) return &gs_backend_sim;
+#ifdef GS_HAVE_CUDA
+  return &gs_backend_cuda;
+#else
+  return NULL;
+#endif
+}

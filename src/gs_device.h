@@ -1,0 +1,37 @@
+/* gs_device.h: device identity ("cpu", "cuda:1") and the registry that
+ * maps a device to the backend that runs it. CUDA ordinals are real GPUs,
+ * or simulated ones when gs_devices_init was asked for some. */
+#ifndef GS_DEVICE_H
+#define GS_DEVICE_H
+
+#include "gs_common.h"
+
+typedef enum { GS_CPU = 0, GS_CUDA = 1 } gs_device_type;
+
+typedef struct {
+  gs_device_type type;
+  int index; /* CPU: 0. CUDA: ordinal >= 0, or -1 for "cuda" (current device) */
+} gs_device;
+
+struct gs_backend;
+
+/* sim_gpus > 0 makes that many simulated CUDA devices (and hides real
+ * ones); sim_mem is each one's cap in bytes, 0 for none. Called once at
+ * start; nothing touches a real GPU until it is used. */
+void gs_devices_init(int sim_gpus, size_t sim_mem);
+int gs_cuda_device_count(void);
+bool gs_cuda_is_simulated(void);
+int gs_cuda_current_device(void);
+gs_status gs_cuda_set_device(int index);
+
+static inline gs_device gs_cpu(void) { gs_device d = {GS_CPU, 0}; return d; }
+bool gs_device_equal(gs_device a, gs_device b);
+/* Resolves "cuda" to the current ordinal and checks the ordinal exists. */
+gs_status gs_device_resolve(gs_device in, gs_device *out);
+/* Parses "cpu", "cuda", "cuda:1"; clear error naming what exists otherwise. */
+gs_status gs_device_parse(const char *s, gs_device *out);
+/* "cpu", "cuda:1" (writes at most n bytes). */
+void gs_device_name(gs_device d, char *buf, size_t n);
+const struct gs_backend *gs_device_backend(gs_device d);
+
+#endif

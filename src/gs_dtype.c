@@ -1,0 +1,170 @@
+/* gs_dtype.c: dtype facts, PyTorch's promotion lattice, half/bfloat16
+ * conversions and generic element load/store. */
+#include <math.h>
+#include <string.h>
+#include "gs_dtype.h"
+
+static const struct { const char *name; size_t size; } info[GS_NDTYPES] = {
+  [GS_FLOAT32] = {"float32", 4}, [GS_FLOAT64] = {"float64", 8},
+  [GS_FLOAT16] = {"float16", 2}, [GS_BFLOAT16] = {"bfloat16", 2},
+  [GS_INT64] = {"int64", 8}, [GS_INT32] = {"int32", 4}, [GS_INT16] = {"int16", 2},
+  [GS_INT8] = {"int8", 1}, [GS_UINT8] = {"uint8", 1}, [GS_BOOL] = {"bool", 1},
+};
+
+size_t gs_dtype_size(gs_dtype t) { return info[t].size; }
+const char *gs_dtype_name(gs_dtype t) { return info[t].name; }
+
+bool gs_dtype_from_name(const char *name, gs_dtype *out) {
+  static const struct { const char *alias; gs_dtype t; } aliases[] = {
+    {"float", GS_FLOAT32}, {"double", GS_FLOAT64}, {"half", GS_FLOAT16},
+    {"long", GS_INT64}, {"int", GS_INT32}, {"short", GS_INT16},
+  };
+  if (strncmp(name, "torch.", 6) == 0) name += 6;
+  for (int i = 0; i < GS_NDTYPES; i++)
+    if (strcmp(name, info[i].name) == 0) { *out = (gs_dtype)i; return true; }
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+    if (strcmp(name, aliases[i].alias) == 0) { *out = aliases[i].t; return true; }
+  return false;
+}
+
+bool gs_dtype_is_float(gs_dtype t) { return t <= GS_BFLOAT16; }
+bool gs_dtype_is_int(gs_dtype t) { return t >= GS_INT64 && t <= GS_UINT8; }
+int gs_dtype_category(gs_dtype t) { return t == GS_BOOL ? 0 : gs_dtype_is_int(t) ? 1 : 2; }
+
+gs_dtype gs_compute_dtype(gs_dtype t) {
+  switch (t) {
+  case GS_FLOAT16: case GS_BFLOAT16: return GS_FLOAT32;
+  case GS_INT32: case GS_INT16: case GS_INT8: case GS_UINT8: case GS_BOOL: return GS_INT64;
+  default: return t;
+  }
+}
+
+/* torch.promote_types. Within a category the wider type wins; uint8 with a
+ * signed integer needs int16; float16 with bfloat16 needs float32. */
+gs_dtype gs_promote(gs_dtype a, gs_dtype b) {
+  if (a == b) return a;
+  if (a == GS_BOOL) return b;
+  if (b == GS_BOOL) return a;
+  bool fa = gs_dtype_is_float(a), fb = gs_dtype_is_float(b);
+  if (fa && !fb) return a;
+  if (fb && !fa) return b;
+  if (fa) { /* both floating */
+    if (a == GS_FLOAT64 || b == GS_FLOAT64) return GS_FLOAT64;
+    return GS_FLOAT32; /* f32 with anything, or f16 with bf16 */
+  }
+  /* both integral: rank by width; uint8 mixes with signed as int16 */
+  static const int rank[GS_NDTYPES] = {[GS_UINT8] = 1, [GS_INT8] = 1, [GS_INT16] = 2,
+                                       [GS_INT32] = 3, [GS_INT64] = 4};
+  if ((a == GS_UINT8 && b == GS_INT8) || (a == GS_INT8 && b == GS_UINT8)) return GS_INT16;
+  return rank[a] >= rank[b] ? a : b;
+}
+
+float gs_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) bits = sign;
+    else { /* subnormal: renormalise */
+      int e = -1;
+      do { e++; man <<= 1; } while (!(man & 0x400));
+      bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+  else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* Round to nearest even, with overflow to inf and gradual underflow. */
+uint16_t gs_float_to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+  if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
+  if (absx < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+    if (absx < 0x33000000u) return (uint16_t)sign;
+    uint32_t man = (absx & 0x7fffff) | 0x800000;
+    int shift = 126 - (int)(absx >> 23); /* 14 .. 24 */
+    uint32_t half_man = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half_man & 1))) half_man++;
+    return (uint16_t)(sign | half_man);
+  }
+  uint32_t h = ((absx >> 13) - ((127 - 15) << 10));
+  uint32_t rem = absx & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+float gs_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t gs_float_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+  x += 0x7fff + ((x >> 16) & 1);
+  return (uint16_t)(x >> 16);
+}
+
+int64_t gs_f64_to_i64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+  return (int64_t)v;
+}
+
+double gs_load_f64(gs_dtype t, const void *p) {
+  switch (t) {
+  case GS_FLOAT32: return *(const float *)p;
+  case GS_FLOAT64: return *(const double *)p;
+  case GS_FLOAT16: return gs_half_to_float(*(const uint16_t *)p);
+  case GS_BFLOAT16: return gs_bf16_to_float(*(const uint16_t *)p);
+  case GS_INT64: return (double)*(const int64_t *)p;
+  case GS_INT32: return *(const int32_t *)p;
+  case GS_INT16: return *(const int16_t *)p;
+  case GS_INT8: return *(const int8_t *)p;
+  case GS_UINT8: return *(const uint8_t *)p;
+  case GS_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+  default: return 0;
+  }
+}
+
+int64_t gs_load_i64(gs_dtype t, const void *p) {
+  switch (t) {
+  case GS_INT64: return *(const int64_t *)p;
+  case GS_INT32: return *(const int32_t *)p;
+  case GS_INT16: return *(const int16_t *)p;
+  case GS_INT8: return *(const int8_t *)p;
+  case GS_UINT8: return *(const uint8_t *)p;
+  case GS_BOOL: return *(const uint8_t *)p ? 1 : 0;
+  default: return gs_f64_to_i64(gs_load_f64(t, p));
+  }
+}
+
+void gs_store_f64(gs_dtype t, void *p, double v) {
+  switch (t) {
+  case GS_FLOAT32: *(float *)p = (float)v; break;
+  case GS_FLOAT64: *(double *)p = v; break;
+  case GS_FLOAT16: *(uint16_t *)p = gs_float_to_half((float)v); break;
+  case GS_BFLOAT16: *(uint16_t *)p = gs_float_to_bf16((float)v); break;
+  case GS_BOOL: *(uint8_t *)p = v != 0; break;
+  default: gs_store_i64(t, p, gs_f64_to_i64(v)); break;
+  }
+}
+
+void gs_store_i64(gs_dtype t, void *p, int64_t v) {
+  switch (t) {
+  case GS_INT64: *(int64_t *)p = v; break;
+  case GS_INT32: *(int32_t *)p = (int32_t)v; break;
+  case GS_INT16: *(int16_t *)p = (int16_t)v; break;
+  case GS_INT8: *(int8_t *)p = (int8_t)v; break;
+  case GS_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+  case GS_BOOL: *(uint8_t *)p = v != 0; break;
+  default: gs_store_f64(t, p, (double)v); break;
+  }
+}

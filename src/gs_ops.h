@@ -1,0 +1,117 @@
+/* gs_ops.h: the engine's operations. Each validates its input, decides the
+ * output's dtype (PyTorch's promotion) and shape (broadcasting), allocates
+ * it, and dispatches to the backend of the device the tensors live on.
+ * Dims here are 0-based and already normalised by the caller unless a
+ * function says it accepts negatives. New tensors come back with one
+ * reference owned by the caller. On error nothing the caller owns has
+ * changed. */
+#ifndef GS_OPS_H
+#define GS_OPS_H
+
+#include "gs_backend.h"
+
+/* ---- validation helpers shared by the op files ---- */
+gs_status gs_check_same_device(const gs_tensor *a, const gs_tensor *b);
+gs_status gs_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out);
+/* A view of x expanded to shape (stride 0 on broadcast dims). */
+gs_status gs_expand(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
+/* x converted to dtype dt (contiguous); retains and returns x if it already is. */
+gs_status gs_cast(const gs_tensor *x, gs_dtype dt, gs_tensor **out);
+gs_status gs_normalize_dim(int64_t dim, int ndim, int *out); /* accepts negatives, 0-based */
+/* Error for a backend that lacks an op: names the op and the device. */
+gs_status gs_no_kernel(const char *op, const gs_tensor *t);
+/* be = the backend of t, or return gs_no_kernel when it lacks `slot`. */
+#define GS_DISPATCH(be, t, slot, opname)                                    \
+  do {                                                                      \
+    (be) = gs_device_backend(gs_tensor_device(t));                          \
+    if (!(be) || !(be)->slot) return gs_no_kernel((opname), (t));           \
+  } while (0)
+const char *gs_dtype_torch_name(gs_dtype t); /* "Float", "Long": PyTorch's messages */
+void gs_shape_str(const gs_tensor *t, char *buf, size_t len); /* "[2, 3]" */
+/* One line per op when torch.set_log_device_placement(true). */
+extern bool gs_log_placement;
+void gs_log_op(const char *op, const gs_tensor *t);
+
+/* ---- type promotion ---- */
+gs_dtype gs_result_type2(const gs_tensor *a, const gs_tensor *b);
+gs_dtype gs_result_type_scalar(const gs_tensor *a, gs_scalar s);
+
+/* ---- copies, conversion, movement ---- */
+gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src); /* broadcasting, any devices/dtypes */
+gs_status gs_contiguous(const gs_tensor *x, gs_tensor **out);  /* retains x if already */
+gs_status gs_clone(const gs_tensor *x, gs_tensor **out);
+/* x on dev with dtype dt; retains and returns x itself when nothing changes. */
+gs_status gs_to(const gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out);
+
+typedef struct { uint64_t count, bytes; } gs_transfer_count;
+typedef struct { gs_transfer_count h2d, d2h, d2d; } gs_transfer_stats;
+extern gs_transfer_stats gs_transfers;
+
+/* ---- views (share storage) ---- */
+gs_status gs_view(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* one -1 allowed */
+gs_status gs_reshape(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
+gs_status gs_transpose(const gs_tensor *x, int d0, int d1, gs_tensor **out);
+gs_status gs_permute(const gs_tensor *x, const int *dims, gs_tensor **out);
+gs_status gs_narrow(const gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out);
+gs_status gs_select(const gs_tensor *x, int dim, int64_t index, gs_tensor **out); /* index 0-based, negatives ok */
+gs_status gs_unsqueeze(const gs_tensor *x, int dim, gs_tensor **out);              /* dim in [0, ndim] */
+gs_status gs_squeeze(const gs_tensor *x, int dim, gs_tensor **out);                /* dim < 0: all size-1 dims */
+gs_status gs_expand_to(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* -1 keeps */
+gs_status gs_flatten(const gs_tensor *x, int start, int end, gs_tensor **out);
+gs_status gs_slice(const gs_tensor *x, int dim, int64_t start, int64_t end, int64_t step, gs_tensor **out);
+
+/* ---- joining ---- */
+gs_status gs_cat(gs_tensor **xs, int n, int dim, gs_tensor **out);
+gs_status gs_stack(gs_tensor **xs, int n, int dim, gs_tensor **out);
+
+/* ---- factories ---- */
+gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_scalar v, gs_tensor **out);
+gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double step, gs_tensor **out);
+gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int64_t n, gs_tensor **out);
+gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **out);
+gs_status gs_fill_(gs_tensor *x, gs_scalar v);
+
+/* ---- random (Philox, one stream shared by all devices) ---- */
+void gs_manual_seed(uint64_t seed);
+uint64_t gs_initial_seed(void);
+gs_status gs_uniform_(gs_tensor *x, double lo, double hi);
+gs_status gs_normal_(gs_tensor *x, double mean, double std);
+gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi);
+gs_status gs_randperm(gs_device dev, int64_t n, gs_tensor **out); /* int64, 0-based */
+
+/* ---- elementwise ---- */
+gs_status gs_unary(gs_unary_op op, const gs_tensor *x, const double *args, gs_tensor **out);
+gs_status gs_unary_(gs_unary_op op, gs_tensor *x, const double *args);
+gs_status gs_binary(gs_binary_op op, const gs_tensor *a, const gs_tensor *b, gs_tensor **out);
+/* s op a when reversed, a op s otherwise; s is a Lua number ("wrapped"). */
+gs_status gs_binary_scalar(gs_binary_op op, const gs_tensor *a, gs_scalar s, bool reversed, gs_tensor **out);
+gs_status gs_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b);
+gs_status gs_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s);
+
+/* ---- reductions ---- */
+/* dim < 0: whole tensor. values/indices may be NULL when not wanted. */
+gs_status gs_reduce(gs_reduce_op op, const gs_tensor *x, int dim, bool keepdim, gs_tensor **values, gs_tensor **indices);
+gs_status gs_mean(const gs_tensor *x, int dim, bool keepdim, gs_tensor **out);
+gs_status gs_var(const gs_tensor *x, int dim, bool keepdim, int64_t correction, bool take_sqrt, gs_tensor **out);
+gs_status gs_norm(const gs_tensor *x, double p, gs_tensor **out);
+gs_status gs_all_any(const gs_tensor *x, bool any, gs_tensor **out);
+gs_status gs_softmax(const gs_tensor *x, int dim, bool log, gs_tensor **out);
+gs_status gs_equal(const gs_tensor *a, const gs_tensor *b, bool *out);
+gs_status gs_allclose(const gs_tensor *a, const gs_tensor *b, double rtol, double atol, bool *out);
+
+/* ---- linear algebra ---- */
+gs_status gs_mm(const gs_tensor *a, const gs_tensor *b, gs_tensor **out);
+gs_status gs_bmm(const gs_tensor *a, const gs_tensor *b, gs_tensor **out);
+gs_status gs_matmul(const gs_tensor *a, const gs_tensor *b, gs_tensor **out);
+
+/* ---- indexing ---- */
+gs_status gs_index_select(const gs_tensor *x, int dim, const gs_tensor *idx, gs_tensor **out);
+
+/* ---- host access (for item, tolist, printing): contiguous copy on the
+ * CPU (x itself, retained, when it already is one). ---- */
+gs_status gs_to_host_contiguous(const gs_tensor *x, gs_tensor **out);
+
+/* ---- printing: PyTorch's repr, malloc'd string the caller frees ---- */
+gs_status gs_tensor_repr(const gs_tensor *x, char **out);
+
+#endif

@@ -1,0 +1,157 @@
+/* gs_tensor.c: buffers, tensor headers, reference counting, geometry. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gs_backend.h"
+#include "gs_tensor.h"
+
+/* Set by the binding layer: frees what the Lua collector can (tensors
+ * that are garbage hold device memory the collector cannot see). */
+void (*gs_oom_hook)(void) = NULL;
+
+static void format_bytes(double b, char *buf, size_t n) {
+  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) { b /= 1024; u++; }
+  if (u == 0) snprintf(buf, n, "%.0f bytes", b);
+  else snprintf(buf, n, "%.2f %s", b, units[u]);
+}
+
+gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
+  const gs_backend *be = gs_device_backend(dev);
+  if (!be) return gs_error("no backend for this device");
+  void *data = NULL;
+  if (nbytes > 0) {
+    data = be->alloc(dev.index, nbytes);
+    if (!data) {
+      /* Free what garbage holds, drop cached blocks, and try once more. */
+      if (gs_oom_hook) gs_oom_hook();
+      if (be->empty_cache) be->empty_cache(dev.index);
+      data = be->alloc(dev.index, nbytes);
+    }
+    if (!data) {
+      char want[32], freeb[32], total[32], name[16];
+      format_bytes((double)nbytes, want, sizeof want);
+      if (dev.type == GS_CPU)
+        return gs_error_code(GS_ERR_OOM, "CPU out of memory: tried to allocate %s", want);
+      gs_mem_stats st = {0};
+      be->mem_stats(dev.index, &st);
+      format_bytes((double)st.free, freeb, sizeof freeb);
+      format_bytes((double)st.total, total, sizeof total);
+      gs_device_name(dev, name, sizeof name);
+      return gs_error_code(GS_ERR_OOM, "CUDA out of memory. Tried to allocate %s on %s (%s free of %s)",
+                           want, name, freeb, total);
+    }
+  }
+  gs_buffer *b = malloc(sizeof *b);
+  if (!b) { be->free(dev.index, data, nbytes); return gs_error_code(GS_ERR_OOM, "out of host memory"); }
+  b->refcount = 1;
+  b->device = dev;
+  b->data = data;
+  b->nbytes = nbytes;
+  b->version = 0;
+  *out = b;
+  return GS_OK;
+}
+
+void gs_buffer_retain(gs_buffer *b) { b->refcount++; }
+
+void gs_buffer_release(gs_buffer *b) {
+  if (!b || --b->refcount > 0) return;
+  if (b->data) gs_device_backend(b->device)->free(b->device.index, b->data, b->nbytes);
+  free(b);
+}
+
+gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel) {
+  if (ndim < 0 || ndim > GS_MAX_DIMS)
+    return gs_error("tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, ndim);
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return gs_error("negative dimension %lld in size: sizes must be >= 0", (long long)shape[i]);
+    if (shape[i] != 0 && n > INT64_MAX / 16 / shape[i])
+      return gs_error("size is too large: the number of elements overflows");
+    n *= shape[i];
+  }
+  if (numel) *numel = n;
+  return GS_OK;
+}
+
+void gs_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) { stride[i] = s; s *= shape[i] > 1 ? shape[i] : 1; }
+}
+
+static gs_tensor *header_new(void) {
+  gs_tensor *t = calloc(1, sizeof *t);
+  if (t) t->refcount = 1;
+  return t;
+}
+
+gs_status gs_tensor_empty(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_tensor **out) {
+  int64_t n;
+  GS_TRY(gs_check_shape(ndim, shape, &n));
+  GS_TRY(gs_device_resolve(dev, &dev));
+  size_t es = gs_dtype_size(dt);
+  if ((uint64_t)n > (uint64_t)(SIZE_MAX / 2) / es)
+    return gs_error("size is too large: %lld elements", (long long)n);
+  gs_tensor *t = header_new();
+  if (!t) return gs_error_code(GS_ERR_OOM, "out of host memory");
+  gs_status s = gs_buffer_new(dev, (size_t)n * es, &t->buf);
+  if (s != GS_OK) { free(t); return s; }
+  t->dtype = dt;
+  t->ndim = ndim;
+  memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+  gs_contiguous_strides(ndim, shape, t->stride);
+  *out = t;
+  return GS_OK;
+}
+
+gs_status gs_tensor_empty_like(const gs_tensor *x, gs_tensor **out) {
+  return gs_tensor_empty(gs_tensor_device(x), x->dtype, x->ndim, x->shape, out);
+}
+
+gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset) {
+  gs_tensor *t = header_new();
+  if (!t) return NULL;
+  t->buf = x->buf;
+  gs_buffer_retain(x->buf);
+  t->dtype = x->dtype;
+  t->ndim = ndim;
+  memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+  memcpy(t->stride, stride, sizeof(int64_t) * ndim);
+  t->offset = offset;
+  return t;
+}
+
+void gs_tensor_retain(gs_tensor *t) { t->refcount++; }
+
+void gs_grad_fn_release(struct gs_node *n); /* gs_autograd.c */
+
+void gs_tensor_release(gs_tensor *t) {
+  if (!t || --t->refcount > 0) return;
+  if (t->grad) gs_tensor_release(t->grad);
+  if (t->grad_fn) gs_grad_fn_release(t->grad_fn);
+  gs_buffer_release(t->buf);
+  free(t);
+}
+
+int64_t gs_numel(const gs_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+
+bool gs_is_contiguous(const gs_tensor *t) {
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != 1 && t->stride[i] != s) return false;
+    s *= t->shape[i];
+  }
+  return true;
+}
+
+bool gs_tensor_host_addressable(const gs_tensor *t) {
+  const gs_backend *be = gs_device_backend(t->buf->device);
+  return be == &gs_backend_cpu || (be && be->copy == gs_backend_cpu.copy);
+}

@@ -1,0 +1,65 @@
+/* gs_tensor.h: a tensor is a shape, strides and an offset (in elements)
+ * over a refcounted buffer that lives on one device. Views share the
+ * buffer. Tensors are refcounted too: the Lua userdata holds one
+ * reference, the autograd graph may hold others. */
+#ifndef GS_TENSOR_H
+#define GS_TENSOR_H
+
+#include "gs_common.h"
+#include "gs_device.h"
+#include "gs_dtype.h"
+
+typedef struct gs_buffer {
+  int refcount;
+  gs_device device;     /* resolved: CUDA index >= 0 */
+  void *data;           /* host or device pointer */
+  size_t nbytes;
+  uint64_t version;     /* bumped by every in-place write (autograd checks) */
+} gs_buffer;
+
+struct gs_node;
+
+typedef struct gs_tensor {
+  int refcount;
+  gs_buffer *buf;
+  gs_dtype dtype;
+  int ndim;
+  int64_t shape[GS_MAX_DIMS];
+  int64_t stride[GS_MAX_DIMS]; /* in elements */
+  int64_t offset;              /* in elements */
+  /* autograd */
+  bool requires_grad;
+  bool is_param;               /* printed as "Parameter containing:" */
+  struct gs_tensor *grad;
+  struct gs_node *grad_fn;     /* NULL for leaves */
+} gs_tensor;
+
+/* Buffers. gs_buffer_new fails with GS_ERR_OOM and a PyTorch-style message. */
+gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out);
+void gs_buffer_retain(gs_buffer *b);
+void gs_buffer_release(gs_buffer *b);
+
+/* Tensors. Sizes are checked (negative, overflow of the element count). */
+gs_status gs_tensor_empty(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_tensor **out);
+gs_status gs_tensor_empty_like(const gs_tensor *x, gs_tensor **out);
+/* A new tensor header over x's buffer with the given geometry (a view). */
+gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset);
+void gs_tensor_retain(gs_tensor *t);
+void gs_tensor_release(gs_tensor *t);
+
+int64_t gs_numel(const gs_tensor *t);
+bool gs_is_contiguous(const gs_tensor *t);
+void gs_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel); /* negatives, overflow */
+static inline gs_device gs_tensor_device(const gs_tensor *t) { return t->buf->device; }
+static inline char *gs_tensor_ptr(const gs_tensor *t) {
+  return (char *)t->buf->data + t->offset * (int64_t)gs_dtype_size(t->dtype);
+}
+static inline bool gs_tensor_on_cpu(const gs_tensor *t) { return t->buf->device.type == GS_CPU; }
+/* Host-addressable: CPU and simulated devices (kernels may touch the data). */
+bool gs_tensor_host_addressable(const gs_tensor *t);
+
+/* Bytes currently held by tensors on the host (the Lua collector is told). */
+size_t gs_host_bytes_in_use(void);
+
+#endif

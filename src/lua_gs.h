@@ -1,0 +1,59 @@
+/* lua_gs.h: what the Lua binding files share. Only this layer raises Lua
+ * errors; engine calls return a status that gsL_check turns into one. */
+#ifndef LUA_GS_H
+#define LUA_GS_H
+
+#include <lauxlib.h>
+#include <lua.h>
+#include "gs_ops.h"
+
+#define GSL_TENSOR_MT "torch.Tensor"
+#define GSL_DEVICE_MT "torch.device"
+#define GSL_DTYPE_MT "torch.dtype"
+#define GSL_SIZE_MT "torch.Size"
+
+/* Raises the engine's last error as a Lua error when s != GS_OK. */
+#define gsL_check(L, s) do { if ((s) != GS_OK) gsL_raise(L); } while (0)
+int gsL_raise(lua_State *L);
+
+/* Tensors: the userdata holds one reference to a gs_tensor. push takes
+ * over the caller's reference (and releases it if Lua cannot allocate). */
+void gsL_pushtensor(lua_State *L, gs_tensor *t);
+gs_tensor *gsL_checktensor(lua_State *L, int idx);
+gs_tensor *gsL_testtensor(lua_State *L, int idx);
+
+/* Devices and dtypes: a device object, string or integer ordinal; a dtype
+ * object or name. */
+gs_device gsL_checkdevice(lua_State *L, int idx);
+void gsL_pushdevice(lua_State *L, gs_device d);
+gs_dtype gsL_checkdtype(lua_State *L, int idx);
+bool gsL_testdtype(lua_State *L, int idx, gs_dtype *out);
+void gsL_pushdtype(lua_State *L, gs_dtype t);
+
+/* Sizes given as numbers (2, 3), a table {2, 3} or a torch.Size, from
+ * stack position idx up to `last` (a trailing options table excluded). */
+int gsL_checksizes(lua_State *L, int idx, int last, int64_t *shape);
+void gsL_pushsize(lua_State *L, int ndim, const int64_t *shape);
+
+/* A 1-based Lua dim (negatives from the end) to a 0-based engine dim. */
+int gsL_checkdim(lua_State *L, int idx, int ndim);
+int gsL_optdim(lua_State *L, int idx, int ndim, int def);
+
+/* Options table helpers: field of the table at idx, or nil. */
+bool gsL_optfield(lua_State *L, int idx, const char *name); /* pushes it when present */
+
+/* The default device and dtype factories use. */
+gs_device gsL_default_device(void);
+void gsL_set_default_device(gs_device d);
+
+/* Module parts, each registering its functions into the table on top. */
+void gsL_open_tensor(lua_State *L);   /* lua_tensor*.c: metatable and methods */
+void gsL_open_factory(lua_State *L);  /* lua_factory.c */
+void gsL_open_device(lua_State *L);   /* lua_device.c: torch.device, dtypes, torch.cuda */
+
+/* Tell the Lua collector about bytes allocated since the last call. */
+void gsL_gc_pressure(lua_State *L);
+
+int luaopen_torch(lua_State *L);
+
+#endif

@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs the Debian packages gshell needs to build and test, only those missing.
+# Used by `make` and `make test`, so a fresh Debian 12 machine needs nothing else.
+set -e
+need=""
+for p in lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev "$@"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need="$need $p"
+done
+[ -z "$need" ] && exit 0
+echo "installing:$need"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Runs every busted spec against the build in $1 and ends with the line
+# "N passed, N failed". Exit status 1 when anything failed.
+build=${1:-build}
+export GSHELL_BUILD="$build"
+export LUA_CPATH="$build/?.so;;"
+export LUA_PATH="spec/support/?.lua;;"
+pre=""
+if [ "$build" = build-san ]; then
+  # lua5.4 itself is not instrumented: load the sanitizer runtimes first.
+  pre="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
+  export LSAN_OPTIONS="suppressions=$(pwd)/tools/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+fi
+log=$(mktemp)
+LD_PRELOAD="$pre" lua5.4 /usr/bin/busted -o TAP spec 2>&1 | tee "$log"
+status=$?
+passed=$(grep -c '^ok ' "$log")
+failed=$(grep -c '^not ok ' "$log")
+# A crash or sanitizer report that kills busted mid-run counts as a failure.
+if ! grep -q '^1\.\.[0-9]' "$log" || grep -q 'ERROR: \(Address\|Leak\)Sanitizer\|runtime error:' "$log"; then
+  failed=$((failed + 1))
+  echo "the spec run did not finish cleanly (crash or sanitizer report above)"
+fi
+rm -f "$log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
