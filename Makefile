@@ -63,10 +63,15 @@ $(BUILD)/gshell: $(ENGINE_OBJS) $(SHELL_OBJS)
 $(BUILD)/torch.so: $(ENGINE_OBJS)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/obj $(BUILD)/gen/lua_embedded.h
+# Objects are rebuilt when the flags change (CUDA on/off, WERROR, ...).
+FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(CFLAGS) $(NVFLAGS)' | md5sum | cut -c1-10)
+$(FLAGS_STAMP): | $(BUILD)/gen
+	rm -f $(BUILD)/gen/flags-*; touch $@
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)/obj $(BUILD)/gen/lua_embedded.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/cu/%.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/*.h) | $(BUILD)/cu
+$(BUILD)/cu/%.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)/cu
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
 # The Lua library is compiled into the binary: gshell needs no files beside it.

@@ -1,0 +1,37 @@
+-- torch/init.lua: the Lua half of the torch module. luaopen_torch (C)
+-- builds the table with the engine's functions and passes it here; this
+-- file adds what is simplest in Lua: torch.<method> functions, device
+-- helpers, and the nn/optim/utils sub-modules when present.
+local torch = ...
+
+-- Every tensor method is also a torch function taking the tensor first:
+-- torch.matmul(a, b) is a:matmul(b). Factories of the same name win.
+for name, fn in pairs(torch._methods) do
+  if torch[name] == nil then torch[name] = fn end
+end
+
+-- The book's helpers: cuda:i if it exists, else the CPU; all GPUs or {cpu}.
+function torch.try_gpu(i)
+  i = i or 0
+  if torch.cuda.device_count() >= i + 1 then return torch.device("cuda", i) end
+  return torch.device("cpu")
+end
+
+function torch.try_all_gpus()
+  local devices = {}
+  for i = 0, torch.cuda.device_count() - 1 do devices[#devices + 1] = torch.device("cuda", i) end
+  if #devices == 0 then devices[1] = torch.device("cpu") end
+  return devices
+end
+
+-- Optional parts: loaded when their files exist in the build.
+for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize" }) do
+  local ok, mod = pcall(require, "torch." .. name)
+  if ok then
+    if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
+  elseif not tostring(mod):find("module 'torch%." .. name .. "' not found") then
+    error(mod, 0)
+  end
+end
+
+return torch

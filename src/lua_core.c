@@ -1,0 +1,333 @@
+/* lua_core.c: the pieces every binding file uses: raising engine errors,
+ * pushing and checking tensors (one Lua object per tensor, so identity
+ * holds: rawequal(x.grad, x.grad)), dtype, device and Size objects, sizes
+ * and dims from arguments, and telling the collector about tensor memory. */
+#include <stdlib.h>
+#include <string.h>
+#include "gs_alloc_host.h"
+#include "lua_gs.h"
+
+int gsL_raise(lua_State *L) { return luaL_error(L, "%s", gs_last_error()); }
+
+/* ---- tensors ---- */
+
+static const char *IDENTITY = "gshell.tensor_objects"; /* weak: gs_tensor* -> userdata */
+static size_t pressure, pressure_limit = (size_t)64 << 20;
+
+/* Tensor memory is invisible to Lua's collector: count fresh buffers and
+ * run a full collection once enough has been allocated since the last. */
+static void add_pressure(lua_State *L, size_t bytes) {
+  pressure += bytes;
+  if (pressure < pressure_limit) return;
+  lua_gc(L, LUA_GCCOLLECT);
+  pressure = 0;
+  size_t live = gs_host_bytes_in_use();
+  pressure_limit = live > ((size_t)64 << 20) ? live : (size_t)64 << 20;
+}
+
+void gsL_gc_pressure(lua_State *L) { add_pressure(L, 0); }
+
+void gsL_pushtensor(lua_State *L, gs_tensor *t) {
+  lua_getfield(L, LUA_REGISTRYINDEX, IDENTITY);
+  lua_pushlightuserdata(L, t);
+  if (lua_rawget(L, -2) == LUA_TUSERDATA) {
+    gs_tensor **p = lua_touserdata(L, -1);
+    if (*p == t) { /* the existing object already owns a reference */
+      lua_remove(L, -2);
+      gs_tensor_release(t);
+      return;
+    }
+  }
+  lua_pop(L, 1);
+  gs_tensor **p = lua_newuserdatauv(L, sizeof(gs_tensor *), 1);
+  *p = NULL; /* safe state until the metatable is set */
+  luaL_setmetatable(L, GSL_TENSOR_MT);
+  *p = t;
+  lua_pushlightuserdata(L, t);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, -4);
+  lua_remove(L, -2);
+  if (t->buf->refcount == 1) add_pressure(L, t->buf->nbytes);
+}
+
+gs_tensor *gsL_testtensor(lua_State *L, int idx) {
+  gs_tensor **p = luaL_testudata(L, idx, GSL_TENSOR_MT);
+  return p ? *p : NULL;
+}
+
+gs_tensor *gsL_checktensor(lua_State *L, int idx) {
+  gs_tensor **p = luaL_testudata(L, idx, GSL_TENSOR_MT);
+  if (!p) {
+    const char *got = luaL_typename(L, idx);
+    luaL_error(L, "bad argument #%d: expected a tensor, got %s", idx, got);
+  }
+  if (!*p) luaL_error(L, "bad argument #%d: this tensor was already freed (closed)", idx);
+  return *p;
+}
+
+/* ---- dtypes: one object per dtype, so x.dtype == torch.float32 holds ---- */
+
+static const char *DTYPES = "gshell.dtypes";
+
+void gsL_pushdtype(lua_State *L, gs_dtype t) {
+  lua_getfield(L, LUA_REGISTRYINDEX, DTYPES);
+  lua_rawgeti(L, -1, (lua_Integer)t + 1);
+  lua_remove(L, -2);
+}
+
+bool gsL_testdtype(lua_State *L, int idx, gs_dtype *out) {
+  int *p = luaL_testudata(L, idx, GSL_DTYPE_MT);
+  if (p) { *out = (gs_dtype)*p; return true; }
+  if (lua_type(L, idx) == LUA_TSTRING) return gs_dtype_from_name(lua_tostring(L, idx), out);
+  return false;
+}
+
+gs_dtype gsL_checkdtype(lua_State *L, int idx) {
+  gs_dtype t;
+  if (gsL_testdtype(L, idx, &t)) return t;
+  if (lua_type(L, idx) == LUA_TSTRING)
+    luaL_error(L, "unknown dtype '%s': expected one of float32, float64, float16, bfloat16, int64, int32, "
+               "int16, int8, uint8, bool", lua_tostring(L, idx));
+  luaL_error(L, "bad argument #%d: expected a dtype (e.g. torch.float32), got %s", idx, luaL_typename(L, idx));
+  return GS_FLOAT32;
+}
+
+static int dtype_tostring(lua_State *L) {
+  lua_pushfstring(L, "torch.%s", gs_dtype_name((gs_dtype)*(int *)lua_touserdata(L, 1)));
+  return 1;
+}
+
+static int dtype_index(lua_State *L) {
+  gs_dtype t = (gs_dtype) * (int *)luaL_checkudata(L, 1, GSL_DTYPE_MT);
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "is_floating_point") == 0) lua_pushboolean(L, gs_dtype_is_float(t));
+  else if (strcmp(k, "itemsize") == 0) lua_pushinteger(L, (lua_Integer)gs_dtype_size(t));
+  else if (strcmp(k, "name") == 0) lua_pushstring(L, gs_dtype_name(t));
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* ---- devices ---- */
+
+static gs_device default_device = {GS_CPU, 0};
+gs_device gsL_default_device(void) { return default_device; }
+void gsL_set_default_device(gs_device d) { default_device = d; }
+
+void gsL_pushdevice(lua_State *L, gs_device d) {
+  gs_device *p = lua_newuserdatauv(L, sizeof(gs_device), 0);
+  *p = d;
+  luaL_setmetatable(L, GSL_DEVICE_MT);
+}
+
+gs_device gsL_checkdevice(lua_State *L, int idx) {
+  gs_device *p = luaL_testudata(L, idx, GSL_DEVICE_MT), d;
+  if (p) return *p;
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    gsL_check(L, gs_device_parse(lua_tostring(L, idx), &d));
+    return d;
+  }
+  if (lua_isinteger(L, idx)) {
+    lua_Integer i = lua_tointeger(L, idx);
+    if (i < 0) luaL_error(L, "invalid device ordinal %d: CUDA ordinals start at 0", (int)i);
+    if (i > 1 << 20) luaL_error(L, "invalid device ordinal %d", (int)i);
+    d.type = GS_CUDA;
+    d.index = (int)i;
+    return d;
+  }
+  luaL_error(L, "bad argument #%d: expected a device ('cpu', 'cuda', 'cuda:1', an ordinal or torch.device), got %s",
+             idx, luaL_typename(L, idx));
+  return d;
+}
+
+static int device_tostring(lua_State *L) {
+  gs_device *d = luaL_checkudata(L, 1, GSL_DEVICE_MT);
+  if (d->type == GS_CPU) lua_pushliteral(L, "device(type='cpu')");
+  else if (d->index < 0) lua_pushliteral(L, "device(type='cuda')");
+  else lua_pushfstring(L, "device(type='cuda', index=%d)", d->index);
+  return 1;
+}
+
+static int device_eq(lua_State *L) {
+  gs_device *a = luaL_testudata(L, 1, GSL_DEVICE_MT), *b = luaL_testudata(L, 2, GSL_DEVICE_MT);
+  lua_pushboolean(L, a && b && gs_device_equal(*a, *b));
+  return 1;
+}
+
+static int device_index(lua_State *L) {
+  gs_device *d = luaL_checkudata(L, 1, GSL_DEVICE_MT);
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "type") == 0) lua_pushstring(L, d->type == GS_CPU ? "cpu" : "cuda");
+  else if (strcmp(k, "index") == 0) { if (d->type == GS_CUDA && d->index >= 0) lua_pushinteger(L, d->index); else lua_pushnil(L); }
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* torch.device('cpu' | 'cuda' | 'cuda:1' | device [, index]) */
+static int l_device(lua_State *L) {
+  gs_device d = gsL_checkdevice(L, 1);
+  if (!lua_isnoneornil(L, 2)) {
+    lua_Integer i = luaL_checkinteger(L, 2);
+    if (d.type != GS_CUDA || d.index >= 0)
+      return luaL_error(L, "torch.device: an index can only be given with type 'cuda' (got '%s', %d)",
+                        lua_tostring(L, 1), (int)i);
+    if (i < 0) return luaL_error(L, "Device index must not be negative, got %d", (int)i);
+    d.index = (int)i;
+  }
+  gsL_pushdevice(L, d);
+  return 1;
+}
+
+/* ---- sizes ---- */
+
+void gsL_pushsize(lua_State *L, int ndim, const int64_t *shape) {
+  lua_createtable(L, ndim, 0);
+  for (int i = 0; i < ndim; i++) {
+    lua_pushinteger(L, shape[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  luaL_setmetatable(L, GSL_SIZE_MT);
+}
+
+static int64_t check_size_value(lua_State *L, int idx, int pos) {
+  int isnum;
+  lua_Integer v = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_error(L, "size must be made of integers, got %s at position %d", lua_tostring(L, idx), pos);
+    luaL_error(L, "size must be made of integers, got %s at position %d", luaL_typename(L, idx), pos);
+  }
+  if (v < 0) luaL_error(L, "negative dimension %d in size at position %d: sizes must be >= 0", (int)v, pos);
+  return v;
+}
+
+int gsL_checksizes(lua_State *L, int idx, int last, int64_t *shape) {
+  int n = 0;
+  if (idx <= last && lua_istable(L, idx) && !luaL_testudata(L, idx, GSL_TENSOR_MT)) {
+    lua_Integer len = luaL_len(L, idx);
+    if (len > GS_MAX_DIMS) luaL_error(L, "tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, (int)len);
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_geti(L, idx, i);
+      shape[n++] = check_size_value(L, -1, (int)i);
+      lua_pop(L, 1);
+    }
+    if (idx + 1 <= last) luaL_error(L, "give sizes either as numbers (2, 3) or as one table ({2, 3}), not both");
+    return n;
+  }
+  for (int i = idx; i <= last; i++) {
+    if (n >= GS_MAX_DIMS) luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+    shape[n++] = check_size_value(L, i, i - idx + 1);
+  }
+  int64_t numel;
+  gsL_check(L, gs_check_shape(n, shape, &numel));
+  return n;
+}
+
+static int size_tostring(lua_State *L) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "torch.Size([");
+  lua_Integer n = luaL_len(L, 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    if (i > 1) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  luaL_addstring(&b, "])");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int size_eq(lua_State *L) {
+  if (!lua_istable(L, 1) || !lua_istable(L, 2)) { lua_pushboolean(L, 0); return 1; }
+  lua_Integer n = luaL_len(L, 1);
+  bool eq = n == luaL_len(L, 2);
+  for (lua_Integer i = 1; eq && i <= n; i++) {
+    lua_geti(L, 1, i);
+    lua_geti(L, 2, i);
+    eq = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+  }
+  lua_pushboolean(L, eq);
+  return 1;
+}
+
+/* numel of a Size */
+static int size_numel(lua_State *L) {
+  lua_Integer n = luaL_len(L, 1), p = 1;
+  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 1, i); p *= lua_tointeger(L, -1); lua_pop(L, 1); }
+  lua_pushinteger(L, p);
+  return 1;
+}
+
+/* ---- dims and options ---- */
+
+int gsL_checkdim(lua_State *L, int idx, int ndim) {
+  int isnum;
+  lua_Integer d = lua_tointegerx(L, idx, &isnum);
+  if (!isnum) luaL_error(L, "bad argument #%d: expected a dimension (an integer), got %s", idx, luaL_typename(L, idx));
+  int n = ndim > 0 ? ndim : 1;
+  if (d == 0 || d < -n || d > n)
+    luaL_error(L, "Dimension out of range (expected to be in range of [-%d, %d] without 0, but got %d)", n, n, (int)d);
+  return (int)(d > 0 ? d - 1 : d + n);
+}
+
+int gsL_optdim(lua_State *L, int idx, int ndim, int def) {
+  return lua_isnoneornil(L, idx) ? def : gsL_checkdim(L, idx, ndim);
+}
+
+bool gsL_optfield(lua_State *L, int idx, const char *name) {
+  if (!lua_istable(L, idx)) return false;
+  if (lua_getfield(L, idx, name) == LUA_TNIL) { lua_pop(L, 1); return false; }
+  return true;
+}
+
+/* ---- registration ---- */
+
+void gsL_open_core(lua_State *L) {
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_pushliteral(L, "v");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, IDENTITY);
+
+  luaL_newmetatable(L, GSL_DTYPE_MT);
+  lua_pushcfunction(L, dtype_tostring); lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, dtype_index); lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  lua_createtable(L, GS_NDTYPES, 0);
+  for (int t = 0; t < GS_NDTYPES; t++) {
+    int *p = lua_newuserdatauv(L, sizeof(int), 0);
+    *p = t;
+    luaL_setmetatable(L, GSL_DTYPE_MT);
+    lua_rawseti(L, -2, t + 1);
+  }
+  lua_setfield(L, LUA_REGISTRYINDEX, DTYPES);
+  static const struct { const char *name; gs_dtype t; } names[] = {
+    {"float32", GS_FLOAT32}, {"float", GS_FLOAT32}, {"float64", GS_FLOAT64}, {"double", GS_FLOAT64},
+    {"float16", GS_FLOAT16}, {"half", GS_FLOAT16}, {"bfloat16", GS_BFLOAT16}, {"int64", GS_INT64},
+    {"long", GS_INT64}, {"int32", GS_INT32}, {"int", GS_INT32}, {"int16", GS_INT16}, {"short", GS_INT16},
+    {"int8", GS_INT8}, {"uint8", GS_UINT8}, {"bool", GS_BOOL}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    gsL_pushdtype(L, names[i].t);
+    lua_setfield(L, -2, names[i].name);
+  }
+
+  luaL_newmetatable(L, GSL_DEVICE_MT);
+  lua_pushcfunction(L, device_tostring); lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, device_eq); lua_setfield(L, -2, "__eq");
+  lua_pushcfunction(L, device_index); lua_setfield(L, -2, "__index");
+  lua_pushliteral(L, "torch.device"); lua_setfield(L, -2, "__name");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_device);
+  lua_setfield(L, -2, "device");
+
+  luaL_newmetatable(L, GSL_SIZE_MT);
+  lua_pushcfunction(L, size_tostring); lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, size_eq); lua_setfield(L, -2, "__eq");
+  lua_newtable(L);
+  lua_pushcfunction(L, size_numel); lua_setfield(L, -2, "numel");
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}

@@ -1,0 +1,274 @@
+/* lua_tensor.c: the tensor metatable: life cycle, printing, fields,
+ * indexing (x[i], x[{i, {a, b}, {}}]) and assignment, and the Lua
+ * operators. Methods live in lua_tensor_methods.c. */
+#include <stdlib.h>
+#include <string.h>
+#include "lua_gs.h"
+
+const char *gs_grad_fn_name(const struct gs_node *n);
+void gsL_register_methods(lua_State *L); /* lua_tensor_methods.c: fills the table on top */
+
+static int t_gc(lua_State *L) {
+  gs_tensor **p = luaL_checkudata(L, 1, GSL_TENSOR_MT);
+  if (*p) { gs_tensor_release(*p); *p = NULL; }
+  return 0;
+}
+
+static int t_tostring(lua_State *L) {
+  gs_tensor *t = gsL_checktensor(L, 1);
+  char *s;
+  gsL_check(L, gs_tensor_repr(t, &s));
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
+static int t_len(lua_State *L) {
+  gs_tensor *t = gsL_checktensor(L, 1);
+  if (t->ndim == 0) return luaL_error(L, "len() of a 0-d tensor");
+  lua_pushinteger(L, t->shape[0]);
+  return 1;
+}
+
+/* ---- indexing ---- */
+
+/* A 1-based position (negatives from the end) along a dim of `size`. */
+static int64_t check_pos(lua_State *L, lua_Integer i, int dim, int64_t size) {
+  if (i == 0 || i > size || i < -size)
+    luaL_error(L, "index %d is out of bounds for dimension %d with size %d (valid: 1 to %d, or -%d to -1)",
+               (int)i, dim + 1, (int)size, (int)size, (int)size);
+  return i > 0 ? i - 1 : size + i;
+}
+
+/* Applies an index spec (integer or table of per-dim entries) and returns
+ * the view it denotes, with one reference owned by the caller. */
+static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
+  gs_tensor *cur = x;
+  gs_tensor_retain(cur);
+  if (lua_isinteger(L, kidx)) {
+    if (x->ndim == 0) { gs_tensor_release(cur); luaL_error(L, "invalid index of a 0-dim tensor"); }
+    int64_t i = check_pos(L, lua_tointeger(L, kidx), 0, x->shape[0]);
+    gs_tensor *v;
+    gs_status s = gs_select(cur, 0, i, &v);
+    gs_tensor_release(cur);
+    gsL_check(L, s);
+    return v;
+  }
+  if (!lua_istable(L, kidx)) {
+    gs_tensor_release(cur);
+    luaL_error(L, "invalid index: expected an integer or a table like {i, {a, b}, {}}, got %s", luaL_typename(L, kidx));
+  }
+  lua_Integer n = luaL_len(L, kidx);
+  if (n > x->ndim) {
+    gs_tensor_release(cur);
+    luaL_error(L, "too many indices for tensor of dimension %d (got %d)", x->ndim, (int)n);
+  }
+  int dim = 0; /* current dim in the (shrinking) view */
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_geti(L, kidx, k);
+    gs_tensor *v = NULL;
+    gs_status s = GS_OK;
+    if (lua_isinteger(L, -1)) {
+      lua_Integer i = lua_tointeger(L, -1);
+      int64_t size = cur->shape[dim];
+      if (i == 0 || i > size || i < -size) { gs_tensor_release(cur); check_pos(L, i, (int)k - 1, size); }
+      s = gs_select(cur, dim, i > 0 ? i - 1 : size + i, &v);
+    } else if (lua_istable(L, -1)) {
+      lua_Integer m = luaL_len(L, -1);
+      int64_t size = cur->shape[dim], a = 1, b = size, step = 1;
+      if (m >= 1) { lua_geti(L, -1, 1); a = lua_tointeger(L, -1); lua_pop(L, 1); }
+      if (m >= 2) { lua_geti(L, -1, 2); b = lua_tointeger(L, -1); lua_pop(L, 1); }
+      if (m >= 3) { lua_geti(L, -1, 3); step = lua_tointeger(L, -1); lua_pop(L, 1); }
+      if (m == 1) b = a;
+      if (a < 0) a += size + 1;
+      if (b < 0) b += size + 1;
+      if (a < 1 || a > size + 1 || b > size || step < 1) {
+        gs_tensor_release(cur);
+        luaL_error(L, "range {%d, %d} is out of bounds for dimension %d with size %d", (int)a, (int)b, (int)k, (int)size);
+      }
+      s = gs_slice(cur, dim, a - 1, b, step, &v);
+      dim++;
+    } else {
+      gs_tensor_release(cur);
+      luaL_error(L, "invalid index entry %d: expected an integer or a range table {a, b}, got %s", (int)k,
+                 luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    gs_tensor_release(cur);
+    gsL_check(L, s);
+    cur = v;
+  }
+  return cur;
+}
+
+static int push_field(lua_State *L, gs_tensor *t, const char *k) {
+  switch (k[0]) {
+  case 'd':
+    if (strcmp(k, "device") == 0) { gsL_pushdevice(L, gs_tensor_device(t)); return 1; }
+    if (strcmp(k, "dtype") == 0) { gsL_pushdtype(L, t->dtype); return 1; }
+    if (strcmp(k, "data") == 0) { /* a tensor sharing storage, outside autograd */
+      gs_tensor *v = gs_tensor_view_of(t, t->ndim, t->shape, t->stride, t->offset);
+      if (!v) return luaL_error(L, "out of memory");
+      v->is_param = false;
+      gsL_pushtensor(L, v);
+      return 1;
+    }
+    break;
+  case 's':
+    if (strcmp(k, "shape") == 0) { gsL_pushsize(L, t->ndim, t->shape); return 1; }
+    break;
+  case 'n':
+    if (strcmp(k, "ndim") == 0) { lua_pushinteger(L, t->ndim); return 1; }
+    break;
+  case 'i':
+    if (strcmp(k, "is_cuda") == 0) { lua_pushboolean(L, gs_tensor_device(t).type == GS_CUDA); return 1; }
+    if (strcmp(k, "is_leaf") == 0) { lua_pushboolean(L, t->grad_fn == NULL); return 1; }
+    break;
+  case 'r':
+    if (strcmp(k, "requires_grad") == 0) { lua_pushboolean(L, t->requires_grad); return 1; }
+    break;
+  case 'g':
+    if (strcmp(k, "grad") == 0) {
+      if (t->grad) { gs_tensor_retain(t->grad); gsL_pushtensor(L, t->grad); } else lua_pushnil(L);
+      return 1;
+    }
+    if (strcmp(k, "grad_fn") == 0) {
+      if (t->grad_fn) lua_pushfstring(L, "<%s>", gs_grad_fn_name(t->grad_fn)); else lua_pushnil(L);
+      return 1;
+    }
+    break;
+  case 'T':
+    if (k[1] == 0) {
+      int dims[GS_MAX_DIMS];
+      for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
+      gs_tensor *v;
+      gsL_check(L, gs_permute(t, dims, &v));
+      gsL_pushtensor(L, v);
+      return 1;
+    }
+    break;
+  }
+  return 0;
+}
+
+static int t_index(lua_State *L) {
+  gs_tensor *t = gsL_checktensor(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
+    lua_pop(L, 1);
+    if (push_field(L, t, lua_tostring(L, 2))) return 1;
+    lua_pushnil(L);
+    return 1;
+  }
+  gsL_pushtensor(L, index_view(L, t, 2));
+  return 1;
+}
+
+static int t_newindex(lua_State *L) {
+  gs_tensor *t = gsL_checktensor(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const char *k = lua_tostring(L, 2);
+    if (strcmp(k, "requires_grad") == 0) {
+      bool on = lua_toboolean(L, 3);
+      if (on && !gs_dtype_is_float(t->dtype))
+        return luaL_error(L, "only Tensors of floating point dtype can require gradients");
+      if (!on && t->grad_fn)
+        return luaL_error(L, "you can only change requires_grad flags of leaf variables.");
+      t->requires_grad = on;
+      return 0;
+    }
+    if (strcmp(k, "grad") == 0) {
+      gs_tensor *g = lua_isnil(L, 3) ? NULL : gsL_checktensor(L, 3);
+      if (g) gs_tensor_retain(g);
+      if (t->grad) gs_tensor_release(t->grad);
+      t->grad = g;
+      return 0;
+    }
+    if (strcmp(k, "data") == 0) { /* x.data = y: take y's storage and geometry */
+      gs_tensor *y = gsL_checktensor(L, 3);
+      gs_buffer_retain(y->buf);
+      gs_buffer_release(t->buf);
+      t->buf = y->buf;
+      t->dtype = y->dtype;
+      t->ndim = y->ndim;
+      memcpy(t->shape, y->shape, sizeof t->shape);
+      memcpy(t->stride, y->stride, sizeof t->stride);
+      t->offset = y->offset;
+      return 0;
+    }
+    return luaL_error(L, "cannot set field '%s' of a tensor", k);
+  }
+  gs_tensor *v = index_view(L, t, 2);
+  gs_status s;
+  gs_tensor *src = gsL_testtensor(L, 3);
+  if (src) s = gs_copy_(v, src);
+  else if (lua_isinteger(L, 3)) s = gs_fill_(v, gs_scalar_i(lua_tointeger(L, 3)));
+  else if (lua_isnumber(L, 3)) s = gs_fill_(v, gs_scalar_f(lua_tonumber(L, 3)));
+  else if (lua_isboolean(L, 3)) s = gs_fill_(v, gs_scalar_i(lua_toboolean(L, 3)));
+  else { gs_tensor_release(v); return luaL_error(L, "cannot assign %s to a tensor element: expected a number, boolean or tensor", luaL_typename(L, 3)); }
+  gs_tensor_release(v);
+  gsL_check(L, s);
+  return 0;
+}
+
+/* ---- operators: tensor op tensor, tensor op number, number op tensor ---- */
+
+static bool to_scalar(lua_State *L, int idx, gs_scalar *s) {
+  if (lua_isinteger(L, idx)) { *s = gs_scalar_i(lua_tointeger(L, idx)); return true; }
+  if (lua_type(L, idx) == LUA_TNUMBER) { *s = gs_scalar_f(lua_tonumber(L, idx)); return true; }
+  if (lua_isboolean(L, idx)) { *s = gs_scalar_i(lua_toboolean(L, idx)); return true; }
+  return false;
+}
+
+int gsL_binary(lua_State *L, gs_binary_op op) {
+  gs_tensor *a = gsL_testtensor(L, 1), *b = gsL_testtensor(L, 2), *r;
+  gs_scalar s;
+  if (a && b) gsL_check(L, gs_binary(op, a, b, &r));
+  else if (a && to_scalar(L, 2, &s)) gsL_check(L, gs_binary_scalar(op, a, s, false, &r));
+  else if (b && to_scalar(L, 1, &s)) gsL_check(L, gs_binary_scalar(op, b, s, true, &r));
+  else {
+    int bad = a ? 2 : 1;
+    if (!a && !b) gsL_checktensor(L, 1);
+    return luaL_error(L, "bad operand: expected a tensor or a number, got %s", luaL_typename(L, bad));
+  }
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int t_add(lua_State *L) { return gsL_binary(L, GS_B_ADD); }
+static int t_sub(lua_State *L) { return gsL_binary(L, GS_B_SUB); }
+static int t_mul(lua_State *L) { return gsL_binary(L, GS_B_MUL); }
+static int t_div(lua_State *L) { return gsL_binary(L, GS_B_DIV); }
+static int t_idiv(lua_State *L) { return gsL_binary(L, GS_B_FLOOR_DIV); }
+static int t_mod(lua_State *L) { return gsL_binary(L, GS_B_REMAINDER); }
+static int t_pow(lua_State *L) { return gsL_binary(L, GS_B_POW); }
+static int t_unm(lua_State *L) {
+  gs_tensor *r;
+  gsL_check(L, gs_unary(GS_U_NEG, gsL_checktensor(L, 1), NULL, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+void gsL_open_tensor(lua_State *L) {
+  luaL_newmetatable(L, GSL_TENSOR_MT);
+  static const luaL_Reg meta[] = {
+    {"__gc", t_gc}, {"__close", t_gc}, {"__tostring", t_tostring}, {"__len", t_len},
+    {"__newindex", t_newindex}, {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul},
+    {"__div", t_div}, {"__idiv", t_idiv}, {"__mod", t_mod}, {"__pow", t_pow}, {"__unm", t_unm},
+    {NULL, NULL}};
+  luaL_setfuncs(L, meta, 0);
+  lua_pushliteral(L, "torch.Tensor");
+  lua_setfield(L, -2, "__name");
+  /* methods: a plain table, also reachable as torch._methods for the
+   * Lua side (help, completion, torch.<method> functions) */
+  lua_newtable(L);
+  gsL_register_methods(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -4, "_methods"); /* torch table is below the metatable */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__methods");
+  lua_pushcclosure(L, t_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}

@@ -1,0 +1,338 @@
+/* lua_tensor_math.c: tensor methods that compute: elementwise math,
+ * comparisons, in-place updates, reductions, softmax and matrix products.
+ * Indices that Lua sees are 1-based (argmax, max(d)). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "lua_gs.h"
+
+int gsL_binary(lua_State *L, gs_binary_op op); /* lua_tensor.c */
+
+static int unary(lua_State *L) {
+  gs_tensor *r;
+  gsL_check(L, gs_unary((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int unary_(lua_State *L) {
+  gsL_check(L, gs_unary_((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static double opt_bound(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return NAN;
+  return luaL_checknumber(L, idx);
+}
+/* clamp(min, max) or clamp({min=, max=}); either bound may be nil */
+static void clamp_args(lua_State *L, double *args) {
+  if (lua_istable(L, 2)) {
+    args[0] = gsL_optfield(L, 2, "min") ? (lua_pop(L, 1), (lua_getfield(L, 2, "min"), opt_bound(L, -1))) : NAN;
+    args[1] = gsL_optfield(L, 2, "max") ? (lua_pop(L, 1), (lua_getfield(L, 2, "max"), opt_bound(L, -1))) : NAN;
+  } else {
+    args[0] = opt_bound(L, 2);
+    args[1] = opt_bound(L, 3);
+  }
+  if (isnan(args[0]) && isnan(args[1])) luaL_error(L, "torch.clamp: At least one of 'min' or 'max' must not be None");
+}
+static int m_clamp(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  double args[2];
+  clamp_args(L, args);
+  gsL_check(L, gs_unary(GS_U_CLAMP, x, args, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_clamp_(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  double args[2];
+  clamp_args(L, args);
+  gsL_check(L, gs_unary_(GS_U_CLAMP, x, args));
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* add/sub with an optional alpha: a + alpha * b */
+static int add_sub(lua_State *L, gs_binary_op op) {
+  gs_scalar alpha = gs_scalar_i(1);
+  bool has_alpha = false;
+  if (lua_gettop(L) >= 3) {
+    if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) { lua_replace(L, 3); }
+    if (lua_isinteger(L, 3)) alpha = gs_scalar_i(lua_tointeger(L, 3));
+    else alpha = gs_scalar_f(luaL_checknumber(L, 3));
+    has_alpha = !(alpha.is_float ? alpha.f == 1 : alpha.i == 1);
+    lua_settop(L, 2);
+  }
+  if (has_alpha) {
+    gs_tensor *b = gsL_testtensor(L, 2), *scaled;
+    if (b) gsL_check(L, gs_binary_scalar(GS_B_MUL, b, alpha, false, &scaled));
+    else {
+      double v = luaL_checknumber(L, 2) * (alpha.is_float ? alpha.f : (double)alpha.i);
+      lua_pushnumber(L, v);
+      lua_replace(L, 2);
+      return gsL_binary(L, op);
+    }
+    gsL_pushtensor(L, scaled);
+    lua_replace(L, 2);
+  }
+  return gsL_binary(L, op);
+}
+static int m_add(lua_State *L) { return add_sub(L, GS_B_ADD); }
+static int m_sub(lua_State *L) { return add_sub(L, GS_B_SUB); }
+static int binary(lua_State *L) {
+  lua_settop(L, 2);
+  return gsL_binary(L, (gs_binary_op)lua_tointeger(L, lua_upvalueindex(1)));
+}
+
+/* In place: x:add_(y[, alpha]), x:mul_(2), ... returns x */
+static int binary_(lua_State *L) {
+  gs_binary_op op = (gs_binary_op)lua_tointeger(L, lua_upvalueindex(1));
+  gs_tensor *x = gsL_checktensor(L, 1), *y, *scaled = NULL;
+  if ((op == GS_B_ADD || op == GS_B_SUB) && lua_gettop(L) >= 3) {
+    if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
+    double alpha = luaL_checknumber(L, 3);
+    if ((y = gsL_testtensor(L, 2))) {
+      gs_scalar a = lua_isinteger(L, 3) ? gs_scalar_i(lua_tointeger(L, 3)) : gs_scalar_f(alpha);
+      gsL_check(L, gs_binary_scalar(GS_B_MUL, y, a, false, &scaled));
+      gsL_pushtensor(L, scaled); /* keeps it alive; collected later */
+      lua_replace(L, 2);
+    } else {
+      lua_pushnumber(L, luaL_checknumber(L, 2) * alpha);
+      lua_replace(L, 2);
+    }
+  }
+  if ((y = gsL_testtensor(L, 2))) gsL_check(L, gs_binary_(op, x, y));
+  else if (lua_isinteger(L, 2)) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_i(lua_tointeger(L, 2))));
+  else if (lua_type(L, 2) == LUA_TNUMBER) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_f(lua_tonumber(L, 2))));
+  else return luaL_error(L, "bad argument #1: expected a tensor or a number, got %s", luaL_typename(L, 2));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static gs_scalar check_scalar(lua_State *L, int idx) {
+  if (lua_isinteger(L, idx)) return gs_scalar_i(lua_tointeger(L, idx));
+  if (lua_isboolean(L, idx)) return gs_scalar_i(lua_toboolean(L, idx));
+  return gs_scalar_f(luaL_checknumber(L, idx));
+}
+
+static int m_fill_(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *v = gsL_testtensor(L, 2);
+  if (v) {
+    if (v->ndim != 0) return luaL_error(L, "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", v->ndim);
+    gsL_check(L, gs_copy_(x, v));
+  } else {
+    gsL_check(L, gs_fill_(x, check_scalar(L, 2)));
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+static int m_zero_(lua_State *L) {
+  gsL_check(L, gs_fill_(gsL_checktensor(L, 1), gs_scalar_i(0)));
+  lua_settop(L, 1);
+  return 1;
+}
+static int m_copy_(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *src = gsL_checktensor(L, 2);
+  gsL_check(L, gs_copy_(x, src));
+  lua_settop(L, 1);
+  return 1;
+}
+static int m_uniform_(lua_State *L) {
+  gsL_check(L, gs_uniform_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
+  lua_settop(L, 1);
+  return 1;
+}
+static int m_normal_(lua_State *L) {
+  gsL_check(L, gs_normal_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* ---- reductions ---- */
+
+/* Reads (dim, keepdim) at positions 2 and 3; dim -1 (engine) = all. */
+static int reduce_dim(lua_State *L, gs_tensor *x, bool *keepdim) {
+  int d = -1;
+  *keepdim = false;
+  if (lua_istable(L, 2)) { /* sum({dim=, keepdim=}) */
+    if (gsL_optfield(L, 2, "keepdim")) { *keepdim = lua_toboolean(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, 2, "dim")) { d = gsL_checkdim(L, lua_gettop(L), x->ndim); lua_pop(L, 1); }
+    return d;
+  }
+  if (!lua_isnoneornil(L, 2)) d = gsL_checkdim(L, 2, x->ndim);
+  *keepdim = lua_toboolean(L, 3);
+  return d;
+}
+
+static int plus_one(lua_State *L, gs_tensor *idx) {
+  gsL_check(L, gs_binary_scalar_(GS_B_ADD, idx, gs_scalar_i(1)));
+  return 0;
+}
+
+static int reduce(lua_State *L) {
+  gs_reduce_op op = (gs_reduce_op)lua_tointeger(L, lua_upvalueindex(1));
+  gs_tensor *x = gsL_checktensor(L, 1), *v = NULL, *i = NULL;
+  if ((op == GS_R_MAX || op == GS_R_MIN) && gsL_testtensor(L, 2)) { /* max(a, b): elementwise */
+    lua_settop(L, 2);
+    return gsL_binary(L, op == GS_R_MAX ? GS_B_MAXIMUM : GS_B_MINIMUM);
+  }
+  bool keepdim;
+  int d = reduce_dim(L, x, &keepdim);
+  bool pair = (op == GS_R_MAX || op == GS_R_MIN) && d >= 0;
+  gs_status s = gs_reduce(op, x, d, keepdim, &v, pair ? &i : NULL);
+  gsL_check(L, s);
+  if (op == GS_R_ARGMAX || op == GS_R_ARGMIN) { gsL_pushtensor(L, v); plus_one(L, v); return 1; }
+  gsL_pushtensor(L, v);
+  if (!pair) return 1;
+  gsL_pushtensor(L, i);
+  plus_one(L, i);
+  return 2;
+}
+
+static int m_mean(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  bool keepdim;
+  int d = reduce_dim(L, x, &keepdim);
+  gsL_check(L, gs_mean(x, d, keepdim, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+/* std/var([d[, keepdim]]) or ({dim=, keepdim=, correction=, unbiased=}) */
+static int var_std(lua_State *L) {
+  bool take_sqrt = lua_toboolean(L, lua_upvalueindex(1));
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  bool keepdim;
+  int d = reduce_dim(L, x, &keepdim);
+  int64_t correction = 1;
+  if (lua_istable(L, 2)) {
+    if (gsL_optfield(L, 2, "correction")) { correction = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, 2, "unbiased")) { correction = lua_toboolean(L, -1) ? 1 : 0; lua_pop(L, 1); }
+  }
+  gsL_check(L, gs_var(x, d, keepdim, correction, take_sqrt, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int m_norm(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  double p = 2;
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const char *s = lua_tostring(L, 2);
+    if (strcmp(s, "fro") == 0) p = 2;
+    else if (strcmp(s, "inf") == 0) p = INFINITY;
+    else return luaL_error(L, "norm: unknown norm '%s' (expected a number, 'fro' or 'inf')", s);
+  } else if (!lua_isnoneornil(L, 2)) p = luaL_checknumber(L, 2);
+  gsL_check(L, gs_norm(x, p, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int all_any(lua_State *L) {
+  gs_tensor *r;
+  gsL_check(L, gs_all_any(gsL_checktensor(L, 1), lua_toboolean(L, lua_upvalueindex(1)), &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int softmax(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  if (lua_isnoneornil(L, 2)) return luaL_error(L, "softmax: the dimension to normalise over is required, e.g. x:softmax(2)");
+  int d = gsL_checkdim(L, 2, x->ndim);
+  gsL_check(L, gs_softmax(x, d, lua_toboolean(L, lua_upvalueindex(1)), &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int m_equal(lua_State *L) {
+  bool eq;
+  gsL_check(L, gs_equal(gsL_checktensor(L, 1), gsL_checktensor(L, 2), &eq));
+  lua_pushboolean(L, eq);
+  return 1;
+}
+static int m_allclose(lua_State *L) {
+  bool ok;
+  double rtol = 1e-5, atol = 1e-8;
+  if (lua_istable(L, 3) && !gsL_testtensor(L, 3)) {
+    if (gsL_optfield(L, 3, "rtol")) { rtol = luaL_checknumber(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, 3, "atol")) { atol = luaL_checknumber(L, -1); lua_pop(L, 1); }
+  } else {
+    rtol = luaL_optnumber(L, 3, rtol);
+    atol = luaL_optnumber(L, 4, atol);
+  }
+  gsL_check(L, gs_allclose(gsL_checktensor(L, 1), gsL_checktensor(L, 2), rtol, atol, &ok));
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
+static int matprod(lua_State *L) {
+  int which = (int)lua_tointeger(L, lua_upvalueindex(1));
+  gs_tensor *a = gsL_checktensor(L, 1), *b = gsL_checktensor(L, 2), *r;
+  gsL_check(L, which == 0 ? gs_matmul(a, b, &r) : which == 1 ? gs_mm(a, b, &r) : gs_bmm(a, b, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int m_index_select(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *idx = gsL_checktensor(L, 3), *i0, *r;
+  int d = gsL_checkdim(L, 2, x->ndim);
+  /* Lua's indices are 1-based: shift them for the engine */
+  gsL_check(L, gs_binary_scalar(GS_B_SUB, idx, gs_scalar_i(1), false, &i0));
+  gs_status s = gs_index_select(x, d, i0, &r);
+  gs_tensor_release(i0);
+  gsL_check(L, s);
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static void closure(lua_State *L, const char *name, lua_CFunction f, lua_Integer up) {
+  lua_pushinteger(L, up);
+  lua_pushcclosure(L, f, 1);
+  lua_setfield(L, -2, name);
+}
+
+void gsL_register_math(lua_State *L) {
+  static const char *unames[GS_U_COUNT] = {
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
+    "ceil", "round", "trunc", "sign", "reciprocal", "log1p", "expm1", "square", "logical_not", NULL};
+  for (int op = 0; op < GS_U_COUNT; op++) {
+    if (!unames[op]) continue;
+    char name[32];
+    closure(L, unames[op], unary, op);
+    snprintf(name, sizeof name, "%s_", unames[op]);
+    closure(L, name, unary_, op);
+  }
+  static const char *bnames[GS_B_COUNT] = {
+    NULL, NULL, "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"};
+  for (int op = 0; op < GS_B_COUNT; op++) {
+    if (bnames[op]) closure(L, bnames[op], binary, op);
+  }
+  static const char *inplace[] = {"add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "pow_"};
+  for (int op = 0; op <= GS_B_POW; op++) closure(L, inplace[op], binary_, op);
+  static const char *rnames[GS_R_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin"};
+  for (int op = 0; op < GS_R_COUNT; op++) closure(L, rnames[op], reduce, op);
+  closure(L, "std", var_std, 1);
+  closure(L, "var", var_std, 0);
+  closure(L, "all", all_any, 0);
+  closure(L, "any", all_any, 1);
+  closure(L, "softmax", softmax, 0);
+  closure(L, "log_softmax", softmax, 1);
+  closure(L, "matmul", matprod, 0);
+  closure(L, "mm", matprod, 1);
+  closure(L, "bmm", matprod, 2);
+  static const luaL_Reg fns[] = {
+    {"add", m_add}, {"sub", m_sub}, {"clamp", m_clamp}, {"clamp_", m_clamp_}, {"fill_", m_fill_},
+    {"zero_", m_zero_}, {"copy_", m_copy_}, {"uniform_", m_uniform_}, {"normal_", m_normal_},
+    {"mean", m_mean}, {"norm", m_norm}, {"equal", m_equal}, {"allclose", m_allclose},
+    {"index_select", m_index_select}, {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
+  /* PyTorch's aliases */
+  static const char *aliases[][2] = {{"clip", "clamp"}, {"multiply", "mul"}, {"divide", "div"},
+                                     {"subtract", "sub"}, {"negative", "neg"}, {"true_divide", "div"},
+                                     {"greater", "gt"}, {"less", "lt"}};
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+    lua_getfield(L, -1, aliases[i][1]);
+    lua_setfield(L, -2, aliases[i][0]);
+  }
+}

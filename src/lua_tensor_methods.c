@@ -1,0 +1,347 @@
+/* lua_tensor_methods.c: tensor methods about shape, views, copies,
+ * devices, dtypes and reading values back (item, tolist). Math methods
+ * are in lua_tensor_math.c. Dims are 1-based here, 0-based below. */
+#include <string.h>
+#include "lua_gs.h"
+
+void gsL_register_math(lua_State *L);
+
+static int m_size(lua_State *L) {
+  gs_tensor *t = gsL_checktensor(L, 1);
+  if (lua_isnoneornil(L, 2)) { gsL_pushsize(L, t->ndim, t->shape); return 1; }
+  lua_pushinteger(L, t->shape[gsL_checkdim(L, 2, t->ndim)]);
+  return 1;
+}
+static int m_stride(lua_State *L) {
+  gs_tensor *t = gsL_checktensor(L, 1);
+  if (!lua_isnoneornil(L, 2)) { lua_pushinteger(L, t->stride[gsL_checkdim(L, 2, t->ndim)]); return 1; }
+  lua_createtable(L, t->ndim, 0);
+  for (int i = 0; i < t->ndim; i++) { lua_pushinteger(L, t->stride[i]); lua_rawseti(L, -2, i + 1); }
+  return 1;
+}
+static int m_dim(lua_State *L) { lua_pushinteger(L, gsL_checktensor(L, 1)->ndim); return 1; }
+static int m_numel(lua_State *L) { lua_pushinteger(L, gs_numel(gsL_checktensor(L, 1))); return 1; }
+static int m_element_size(lua_State *L) { lua_pushinteger(L, (lua_Integer)gs_dtype_size(gsL_checktensor(L, 1)->dtype)); return 1; }
+static int m_is_contiguous(lua_State *L) { lua_pushboolean(L, gs_is_contiguous(gsL_checktensor(L, 1))); return 1; }
+static int m_is_floating_point(lua_State *L) { lua_pushboolean(L, gs_dtype_is_float(gsL_checktensor(L, 1)->dtype)); return 1; }
+static int m_storage_offset(lua_State *L) { lua_pushinteger(L, gsL_checktensor(L, 1)->offset); return 1; }
+
+/* Pushes r, or the argument itself when the engine handed x back (so a
+ * no-op move returns the very same object: rawequal(z:cuda(1), z)). */
+static int push_result(lua_State *L, gs_tensor *x, gs_tensor *r) {
+  if (r == x) { gs_tensor_release(r); lua_pushvalue(L, 1); return 1; }
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int m_clone(lua_State *L) {
+  gs_tensor *r;
+  gsL_check(L, gs_clone(gsL_checktensor(L, 1), &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_contiguous(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  gsL_check(L, gs_contiguous(x, &r));
+  return push_result(L, x, r);
+}
+
+static int m_view(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int64_t shape[GS_MAX_DIMS];
+  gs_tensor *like = gsL_testtensor(L, 2);
+  int n;
+  if (like) { n = like->ndim; memcpy(shape, like->shape, sizeof(int64_t) * (size_t)n); }
+  else {
+    /* sizes may include -1, so read them without the >= 0 check */
+    n = 0;
+    int last = lua_gettop(L);
+    if (last == 2 && lua_istable(L, 2)) {
+      lua_Integer len = luaL_len(L, 2);
+      if (len > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+      for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+    } else {
+      if (last - 1 > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+      for (int i = 2; i <= last; i++) {
+        if (!lua_isinteger(L, i)) return luaL_error(L, "view/reshape: sizes must be integers, got %s at position %d", luaL_typename(L, i), i - 1);
+        shape[n++] = lua_tointeger(L, i);
+      }
+    }
+  }
+  bool reshape = lua_toboolean(L, lua_upvalueindex(1));
+  gsL_check(L, reshape ? gs_reshape(x, n, shape, &r) : gs_view(x, n, shape, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+static int m_t(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  if (x->ndim > 2) return luaL_error(L, "t() expects a tensor with <= 2 dimensions, but self is %dD", x->ndim);
+  gsL_check(L, gs_transpose(x, 0, x->ndim > 1 ? 1 : 0, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_transpose(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int a = gsL_checkdim(L, 2, x->ndim), b = gsL_checkdim(L, 3, x->ndim);
+  gsL_check(L, gs_transpose(x, x->ndim ? a : 0, x->ndim ? b : 0, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_permute(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int dims[GS_MAX_DIMS], n = 0;
+  if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    for (lua_Integer i = 1; i <= len && n < GS_MAX_DIMS; i++) { lua_geti(L, 2, i); dims[n++] = gsL_checkdim(L, -1, x->ndim); lua_pop(L, 1); }
+  } else {
+    for (int i = 2; i <= lua_gettop(L) && n < GS_MAX_DIMS; i++) dims[n++] = gsL_checkdim(L, i, x->ndim);
+  }
+  if (n != x->ndim)
+    return luaL_error(L, "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d", x->ndim, n);
+  gsL_check(L, gs_permute(x, dims, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_unsqueeze(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int d = gsL_checkdim(L, 2, x->ndim + 1);
+  gsL_check(L, gs_unsqueeze(x, d, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_squeeze(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int d = lua_isnoneornil(L, 2) ? -1 : gsL_checkdim(L, 2, x->ndim);
+  gsL_check(L, gs_squeeze(x, x->ndim == 0 ? -1 : d, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_expand(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r, *like = gsL_testtensor(L, 2);
+  int64_t shape[GS_MAX_DIMS];
+  int n = 0;
+  if (like) { n = like->ndim; memcpy(shape, like->shape, sizeof(int64_t) * (size_t)n); }
+  else if (lua_istable(L, 2)) {
+    lua_Integer len = luaL_len(L, 2);
+    if (len > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+    for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+  } else {
+    for (int i = 2; i <= lua_gettop(L); i++) {
+      if (n >= GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+      shape[n++] = luaL_checkinteger(L, i);
+    }
+  }
+  gsL_check(L, gs_expand_to(x, n, shape, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_flatten(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int s = gsL_optdim(L, 2, x->ndim, 0), e = gsL_optdim(L, 3, x->ndim, x->ndim ? x->ndim - 1 : 0);
+  gsL_check(L, gs_flatten(x, s, e, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_narrow(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int d = gsL_checkdim(L, 2, x->ndim);
+  lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
+  if (x->ndim > 0 && start < 0) start += x->shape[d] + 1;
+  if (start < 1) return luaL_error(L, "narrow: start must be >= 1 (1-based), got %d", (int)start);
+  gsL_check(L, gs_narrow(x, d, start - 1, len, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_select(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  int d = gsL_checkdim(L, 2, x->ndim);
+  lua_Integer i = luaL_checkinteger(L, 3);
+  if (x->ndim == 0) return luaL_error(L, "select() cannot be applied to a 0-dim tensor.");
+  if (i == 0 || i > x->shape[d] || i < -x->shape[d])
+    return luaL_error(L, "select(): index %d out of range for tensor of size %d at dimension %d", (int)i, (int)x->shape[d], d + 1);
+  gsL_check(L, gs_select(x, d, i > 0 ? i - 1 : i, &r));
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
+/* chunk(n[, d]) and split(size[, d]) return Lua lists of views. */
+static int push_pieces(lua_State *L, gs_tensor *x, int d, int64_t piece) {
+  int64_t size = x->shape[d];
+  lua_newtable(L);
+  int k = 1;
+  for (int64_t at = 0; at < size || (size == 0 && k == 1); at += piece) {
+    int64_t len = size - at < piece ? size - at : piece;
+    gs_tensor *v;
+    gsL_check(L, gs_narrow(x, d, at, len, &v));
+    gsL_pushtensor(L, v);
+    lua_rawseti(L, -2, k++);
+    if (size == 0) break;
+  }
+  return 1;
+}
+static int m_chunk(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  if (n <= 0) return luaL_error(L, "chunk expects `chunks` to be greater than 0, got: %d", (int)n);
+  if (x->ndim == 0) return luaL_error(L, "chunk expects at least a 1-dimensional tensor");
+  int d = gsL_optdim(L, 3, x->ndim, 0);
+  int64_t size = x->shape[d], piece = (size + n - 1) / n;
+  return push_pieces(L, x, d, piece > 0 ? piece : 1);
+}
+static int m_split(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  if (x->ndim == 0) return luaL_error(L, "split expects at least a 1-dimensional tensor");
+  int d = gsL_optdim(L, 3, x->ndim, 0);
+  if (lua_istable(L, 2)) { /* explicit sizes */
+    lua_Integer n = luaL_len(L, 2), total = 0;
+    for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 2, i); total += luaL_checkinteger(L, -1); lua_pop(L, 1); }
+    if (total != x->shape[d])
+      return luaL_error(L, "split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes summing to %d", (int)x->shape[d], d + 1, (int)total);
+    lua_newtable(L);
+    int64_t at = 0;
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, 2, i);
+      int64_t len = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+      gs_tensor *v;
+      gsL_check(L, gs_narrow(x, d, at, len, &v));
+      gsL_pushtensor(L, v);
+      lua_rawseti(L, -2, (int)i);
+      at += len;
+    }
+    return 1;
+  }
+  lua_Integer piece = luaL_checkinteger(L, 2);
+  if (piece <= 0) return luaL_error(L, "split expects split_size be non-negative, but got split_size=%d", (int)piece);
+  return push_pieces(L, x, d, piece);
+}
+
+/* ---- devices and dtypes ---- */
+
+/* x:to(dev), x:to(dtype), x:to(dev, dtype), x:to({device=, dtype=}), x:to(other) */
+static int m_to(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  gs_device dev = gs_tensor_device(x);
+  gs_dtype dt = x->dtype;
+  gs_tensor *other = gsL_testtensor(L, 2);
+  if (other) { dev = gs_tensor_device(other); dt = other->dtype; }
+  else if (lua_istable(L, 2) && !luaL_testudata(L, 2, GSL_DEVICE_MT)) {
+    if (gsL_optfield(L, 2, "device")) { dev = gsL_checkdevice(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, 2, "dtype")) { dt = gsL_checkdtype(L, -1); lua_pop(L, 1); }
+  } else {
+    for (int i = 2; i <= lua_gettop(L); i++) {
+      if (lua_isnil(L, i)) continue;
+      if (!gsL_testdtype(L, i, &dt)) dev = gsL_checkdevice(L, i);
+    }
+  }
+  gsL_check(L, gs_to(x, dev, dt, &r));
+  return push_result(L, x, r);
+}
+static int m_cuda(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  gs_device dev = {GS_CUDA, -1};
+  if (!lua_isnoneornil(L, 2)) dev = gsL_checkdevice(L, 2);
+  if (dev.type != GS_CUDA) return luaL_error(L, "cuda(): expected a CUDA device, got %s", lua_tostring(L, 2));
+  gsL_check(L, gs_to(x, dev, x->dtype, &r));
+  return push_result(L, x, r);
+}
+static int m_cpu(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  gsL_check(L, gs_to(x, gs_cpu(), x->dtype, &r));
+  return push_result(L, x, r);
+}
+/* x:double(), x:float(), ...: the dtype is the upvalue */
+static int m_as_dtype(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  gsL_check(L, gs_to(x, gs_tensor_device(x), (gs_dtype)lua_tointeger(L, lua_upvalueindex(1)), &r));
+  return push_result(L, x, r);
+}
+static int m_type(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    static const char *names[GS_NDTYPES] = {"FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+                                           "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"};
+    lua_pushfstring(L, "torch.%s%s", gs_tensor_device(x).type == GS_CUDA ? "cuda." : "", names[x->dtype]);
+    return 1;
+  }
+  gs_tensor *r;
+  gsL_check(L, gs_to(x, gs_tensor_device(x), gsL_checkdtype(L, 2), &r));
+  return push_result(L, x, r);
+}
+
+/* ---- values back to Lua ---- */
+
+static void push_element(lua_State *L, gs_dtype dt, const char *p) {
+  if (dt == GS_BOOL) lua_pushboolean(L, *p != 0);
+  else if (gs_dtype_is_float(dt)) lua_pushnumber(L, gs_load_f64(dt, p));
+  else lua_pushinteger(L, gs_load_i64(dt, p));
+}
+
+static int m_item(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *h;
+  int64_t n = gs_numel(x);
+  if (n != 1) return luaL_error(L, "a Tensor with %d elements cannot be converted to Scalar (item() needs exactly one element)", (int)n);
+  gsL_check(L, gs_to_host_contiguous(x, &h));
+  push_element(L, h->dtype, gs_tensor_ptr(h));
+  gs_tensor_release(h);
+  return 1;
+}
+
+static void push_list(lua_State *L, const gs_tensor *h, int d, const char *p) {
+  size_t es = gs_dtype_size(h->dtype);
+  if (d == h->ndim) { push_element(L, h->dtype, p); return; }
+  luaL_checkstack(L, 4, "tensor too deep");
+  lua_createtable(L, (int)h->shape[d], 0);
+  for (int64_t i = 0; i < h->shape[d]; i++) {
+    push_list(L, h, d + 1, p + i * h->stride[d] * (int64_t)es);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+static int m_tolist(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *h;
+  gsL_check(L, gs_to_host_contiguous(x, &h));
+  push_list(L, h, 0, gs_tensor_ptr(h));
+  gs_tensor_release(h);
+  return 1;
+}
+
+static int m_data_ptr(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  lua_pushinteger(L, (lua_Integer)(intptr_t)gs_tensor_ptr(x));
+  return 1;
+}
+
+void gsL_register_methods(lua_State *L) {
+  static const luaL_Reg methods[] = {
+    {"size", m_size}, {"stride", m_stride}, {"dim", m_dim}, {"numel", m_numel}, {"nelement", m_numel},
+    {"element_size", m_element_size}, {"is_contiguous", m_is_contiguous},
+    {"is_floating_point", m_is_floating_point}, {"storage_offset", m_storage_offset},
+    {"clone", m_clone}, {"contiguous", m_contiguous}, {"t", m_t}, {"transpose", m_transpose},
+    {"permute", m_permute}, {"unsqueeze", m_unsqueeze}, {"squeeze", m_squeeze}, {"expand", m_expand},
+    {"flatten", m_flatten}, {"narrow", m_narrow}, {"select", m_select}, {"chunk", m_chunk},
+    {"split", m_split}, {"to", m_to}, {"cuda", m_cuda}, {"cpu", m_cpu}, {"type", m_type},
+    {"item", m_item}, {"tolist", m_tolist}, {"data_ptr", m_data_ptr}, {NULL, NULL}};
+  luaL_setfuncs(L, methods, 0);
+  lua_pushboolean(L, 0);
+  lua_pushcclosure(L, m_view, 1);
+  lua_setfield(L, -2, "view");
+  lua_pushboolean(L, 1);
+  lua_pushcclosure(L, m_view, 1);
+  lua_setfield(L, -2, "reshape");
+  lua_getfield(L, -1, "view");
+  lua_setfield(L, -2, "view_as");
+  lua_getfield(L, -1, "expand");
+  lua_setfield(L, -2, "expand_as");
+  static const struct { const char *name; gs_dtype t; } casts[] = {
+    {"double", GS_FLOAT64}, {"float", GS_FLOAT32}, {"half", GS_FLOAT16}, {"bfloat16", GS_BFLOAT16},
+    {"long", GS_INT64}, {"int", GS_INT32}, {"short", GS_INT16}, {"char", GS_INT8}, {"byte", GS_UINT8},
+    {"bool", GS_BOOL}};
+  for (size_t i = 0; i < sizeof casts / sizeof casts[0]; i++) {
+    lua_pushinteger(L, casts[i].t);
+    lua_pushcclosure(L, m_as_dtype, 1);
+    lua_setfield(L, -2, casts[i].name);
+  }
+  gsL_register_math(L);
+}

@@ -1,0 +1,95 @@
+/* lua_torch.c: luaopen_torch, the module's entry point for gshell and for
+ * stock lua5.4 (require "torch"). Builds the C part of the table, makes
+ * the embedded Lua library loadable with require, then runs
+ * lua/torch/init.lua to finish the module. */
+#include <stdlib.h>
+#include <string.h>
+#include "lua_embedded.h"
+#include "lua_gs.h"
+
+void gsL_open_core(lua_State *L);
+extern void (*gs_oom_hook)(void);
+
+static lua_State *main_state;
+
+/* Before reporting out of memory, collect garbage tensors: the collector
+ * cannot see how much memory they hold. */
+static void collect_on_oom(void) {
+  if (main_state) lua_gc(main_state, LUA_GCCOLLECT);
+}
+
+/* package.searchers entry: finds modules compiled into the binary. */
+static int embedded_searcher(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  for (const gs_embedded_module *m = gs_embedded_modules; m->name; m++) {
+    if (strcmp(m->name, name) != 0) continue;
+    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK) return lua_error(L);
+    lua_pushstring(L, m->chunkname + 1);
+    return 2;
+  }
+  lua_pushfstring(L, "no embedded module '%s'", name);
+  return 1;
+}
+
+static void install_searcher(lua_State *L) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "searchers");
+  lua_Integer n = luaL_len(L, -1);
+  for (lua_Integer i = n; i >= 2; i--) { lua_geti(L, -1, i); lua_seti(L, -2, i + 1); }
+  lua_pushcfunction(L, embedded_searcher);
+  lua_seti(L, -2, 2); /* right after preload */
+  lua_pop(L, 2);
+}
+
+static size_t parse_mem(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  while (*end == ' ') end++;
+  double mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1024.0;
+  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024;
+  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024;
+  else if (*end == 'T' || *end == 't') mul = 1024.0 * 1024 * 1024 * 1024;
+  return v > 0 ? (size_t)(v * mul) : 0;
+}
+
+int luaopen_torch(lua_State *L) {
+  static bool devices_ready = false;
+  if (!devices_ready) {
+    const char *n = getenv("GSHELL_SIM_GPUS"), *mem = getenv("GSHELL_SIM_MEM");
+    int sims = n ? atoi(n) : 0;
+    if (sims < 0 || sims > 64) sims = 0;
+    gs_devices_init(sims, mem ? parse_mem(mem) : 0);
+    devices_ready = true;
+  }
+  lua_State *main_L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  main_L = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  main_state = main_L;
+  gs_oom_hook = collect_on_oom;
+
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "gshell.torch");
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  lua_pushvalue(L, -3);
+  lua_setfield(L, -2, "torch"); /* so init.lua's requires can reach it */
+  lua_pop(L, 2);
+  gsL_open_core(L);
+  gsL_open_tensor(L);
+  gsL_open_factory(L);
+  gsL_open_device(L);
+  lua_pushliteral(L, GS_VERSION);
+  lua_setfield(L, -2, "__version__");
+  install_searcher(L);
+  /* lua/torch/init.lua receives the table and completes it */
+  for (const gs_embedded_module *m = gs_embedded_modules; m->name; m++) {
+    if (strcmp(m->name, "torch") != 0) continue;
+    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK) return lua_error(L);
+    lua_pushvalue(L, -2);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) return lua_error(L);
+  }
+  return 1;
+}
