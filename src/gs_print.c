@@ -59,15 +59,15 @@ static void sb_repeat(sbuf *b, char c, int64_t n) {
   }
 }
 
-/* ---- the printer: a contiguous host copy and the common element format ---- */
+/* ---- the printer: the elements (by offset from base) and their format ---- */
 
 typedef struct {
-  const char *base;             /* first element of the host copy */
+  const char *base;             /* the tensor's first element, in host memory */
   size_t esz;
   gs_dtype dt;
   int ndim;
   const int64_t *shape;
-  int64_t stride[GS_MAX_DIMS];  /* contiguous strides, in elements */
+  int64_t stride[GS_MAX_DIMS];  /* in elements */
   bool summarize;               /* more than THRESHOLD elements */
   bool is_float;
   /* what the formatter decided */
@@ -100,7 +100,7 @@ static void visit(printer *p, int dim, int64_t lin, elem_fn fn) {
 }
 
 static double load_f(const printer *p, int64_t lin) {
-  return gs_load_f64(p->dt, p->base + (size_t)lin * p->esz);
+  return gs_load_f64(p->dt, p->base + lin * (int64_t)p->esz);
 }
 
 /* Python's str() of a float's nonfinite values ("nan" whatever its sign). */
@@ -122,9 +122,9 @@ static int format_elem(const printer *p, int64_t lin, char *out, size_t n) {
     else if (p->int_mode) len = snprintf(out, n, "%.0f.", v);
     else len = snprintf(out, n, "%.*f", PRECISION, v);
   } else if (p->dt == GS_BOOL) {
-    len = snprintf(out, n, "%s", gs_load_i64(p->dt, p->base + (size_t)lin * p->esz) ? "True" : "False");
+    len = snprintf(out, n, "%s", gs_load_i64(p->dt, p->base + lin * (int64_t)p->esz) ? "True" : "False");
   } else {
-    len = snprintf(out, n, "%" PRId64, gs_load_i64(p->dt, p->base + (size_t)lin * p->esz));
+    len = snprintf(out, n, "%" PRId64, gs_load_i64(p->dt, p->base + lin * (int64_t)p->esz));
   }
   if (len < 0) len = 0;
   if ((size_t)len >= n) len = (int)n - 1;
@@ -231,10 +231,13 @@ static void put_dims(printer *p, sbuf *b, int dim, int64_t lin, int indent) {
 }
 
 /* The bracketed body of a nonempty tensor; indent is the column of its
- * first bracket. */
+ * first bracket. CPU tensors are read in place through their strides (an
+ * expanded view may be far bigger than memory); others are copied to the
+ * host first. */
 static gs_status put_body(const gs_tensor *x, sbuf *b, int indent) {
   gs_tensor *h = NULL;
-  GS_TRY(gs_to_host_contiguous(x, &h));
+  if (gs_tensor_on_cpu(x)) gs_tensor_retain(h = (gs_tensor *)x);
+  else GS_TRY(gs_to_host_contiguous(x, &h));
   printer p;
   memset(&p, 0, sizeof p);
   p.base = gs_tensor_ptr(h);
@@ -242,7 +245,7 @@ static gs_status put_body(const gs_tensor *x, sbuf *b, int indent) {
   p.esz = gs_dtype_size(h->dtype);
   p.ndim = h->ndim;
   p.shape = h->shape;
-  gs_contiguous_strides(h->ndim, h->shape, p.stride);
+  memcpy(p.stride, h->stride, sizeof p.stride);
   p.summarize = gs_numel(h) > THRESHOLD;
   p.is_float = gs_dtype_is_float(h->dtype);
   setup_formatter(&p);
