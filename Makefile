@@ -38,8 +38,11 @@ ifeq ($(CUDA),1)
   CU_OBJS   := $(CU_SRCS:kernels/%.cu=$(BUILD)/cu/%.o)
   CFLAGS    += -DGS_HAVE_CUDA -I$(CUDA_HOME)/include
   # A fat binary: the machine that builds may have no GPU (no -arch=native).
+  # CUDA 13 dropped sm_70 (Volta): its oldest target is sm_75.
+  NVCC_MAJOR := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  NV_OLDEST := $(if $(filter 9 10 11 12,$(NVCC_MAJOR)),70,75)
   NVFLAGS   := -O3 -std=c++17 -Isrc -Ikernels -Xcompiler -fPIC,-Wall \
-               -gencode arch=compute_70,code=sm_70 -gencode arch=compute_80,code=sm_80 \
+               -gencode arch=compute_$(NV_OLDEST),code=sm_$(NV_OLDEST) -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   ifeq ($(WERROR),1)
     NVFLAGS += -Werror all-warnings

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
+#include "gs_autograd.h"
 #include "lua_gs.h"
 
 typedef struct {
@@ -302,7 +303,7 @@ static int join(lua_State *L) {
     d = (int)(k > 0 ? k - 1 : k + nd);
   }
   gs_tensor *r;
-  gsL_check(L, stack ? gs_stack(xs, (int)n, d, &r) : gs_cat(xs, (int)n, d, &r));
+  gsL_check(L, gs_ag_join(xs, (int)n, d, stack, &r));
   gsL_pushtensor(L, r);
   return 1;
 }

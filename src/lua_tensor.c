@@ -3,6 +3,7 @@
  * operators. Methods live in lua_tensor_methods.c. */
 #include <stdlib.h>
 #include <string.h>
+#include "gs_autograd.h"
 #include "lua_gs.h"
 
 const char *gs_grad_fn_name(const struct gs_node *n);
@@ -50,7 +51,10 @@ static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
     int64_t i = check_pos(L, lua_tointeger(L, kidx), 0, x->shape[0]);
     gs_tensor *v;
     gs_status s = gs_select(cur, 0, i, &v);
+    int64_t args[2] = {0, i};
+    if (s == GS_OK) s = gs_ag_record_view("select", cur, v, args, 2);
     gs_tensor_release(cur);
+    if (s != GS_OK) gs_tensor_release(v);
     gsL_check(L, s);
     return v;
   }
@@ -72,7 +76,9 @@ static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
       lua_Integer i = lua_tointeger(L, -1);
       int64_t size = cur->shape[dim];
       if (i == 0 || i > size || i < -size) { gs_tensor_release(cur); check_pos(L, i, (int)k - 1, size); }
-      s = gs_select(cur, dim, i > 0 ? i - 1 : size + i, &v);
+      int64_t args[2] = {dim, i > 0 ? i - 1 : size + i};
+      s = gs_select(cur, dim, args[1], &v);
+      if (s == GS_OK) s = gs_ag_record_view("select", cur, v, args, 2);
     } else if (lua_istable(L, -1)) {
       lua_Integer m = luaL_len(L, -1);
       int64_t size = cur->shape[dim], a = 1, b = size, step = 1;
@@ -86,7 +92,9 @@ static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
         gs_tensor_release(cur);
         luaL_error(L, "range {%d, %d} is out of bounds for dimension %d with size %d", (int)a, (int)b, (int)k, (int)size);
       }
+      int64_t args[4] = {dim, a - 1, b, step};
       s = gs_slice(cur, dim, a - 1, b, step, &v);
+      if (s == GS_OK) s = gs_ag_record_view("slice", cur, v, args, 4);
       dim++;
     } else {
       gs_tensor_release(cur);
@@ -95,6 +103,7 @@ static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
     }
     lua_pop(L, 1);
     gs_tensor_release(cur);
+    if (s != GS_OK) gs_tensor_release(v);
     gsL_check(L, s);
     cur = v;
   }
@@ -199,6 +208,7 @@ static int t_newindex(lua_State *L) {
     }
     return luaL_error(L, "cannot set field '%s' of a tensor", k);
   }
+  gsL_check(L, gs_ag_check_inplace(t));
   gs_tensor *v = index_view(L, t, 2);
   gs_status s;
   gs_tensor *src = gsL_testtensor(L, 3);
@@ -224,9 +234,9 @@ static bool to_scalar(lua_State *L, int idx, gs_scalar *s) {
 int gsL_binary(lua_State *L, gs_binary_op op) {
   gs_tensor *a = gsL_testtensor(L, 1), *b = gsL_testtensor(L, 2), *r;
   gs_scalar s;
-  if (a && b) gsL_check(L, gs_binary(op, a, b, &r));
-  else if (a && to_scalar(L, 2, &s)) gsL_check(L, gs_binary_scalar(op, a, s, false, &r));
-  else if (b && to_scalar(L, 1, &s)) gsL_check(L, gs_binary_scalar(op, b, s, true, &r));
+  if (a && b) gsL_check(L, gs_ag_binary(op, a, b, &r));
+  else if (a && to_scalar(L, 2, &s)) gsL_check(L, gs_ag_binary_scalar(op, a, s, false, &r));
+  else if (b && to_scalar(L, 1, &s)) gsL_check(L, gs_ag_binary_scalar(op, b, s, true, &r));
   else {
     int bad = a ? 2 : 1;
     if (!a && !b) gsL_checktensor(L, 1);
@@ -245,7 +255,7 @@ static int t_mod(lua_State *L) { return gsL_binary(L, GS_B_REMAINDER); }
 static int t_pow(lua_State *L) { return gsL_binary(L, GS_B_POW); }
 static int t_unm(lua_State *L) {
   gs_tensor *r;
-  gsL_check(L, gs_unary(GS_U_NEG, gsL_checktensor(L, 1), NULL, &r));
+  gsL_check(L, gs_ag_unary(GS_U_NEG, gsL_checktensor(L, 1), NULL, &r));
   gsL_pushtensor(L, r);
   return 1;
 }

@@ -4,17 +4,19 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "gs_autograd.h"
 #include "lua_gs.h"
 
 int gsL_binary(lua_State *L, gs_binary_op op); /* lua_tensor.c */
 
 static int unary(lua_State *L) {
   gs_tensor *r;
-  gsL_check(L, gs_unary((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL, &r));
+  gsL_check(L, gs_ag_unary((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
 static int unary_(lua_State *L) {
+  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
   gsL_check(L, gs_unary_((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL));
   lua_settop(L, 1);
   return 1;
@@ -39,7 +41,7 @@ static int m_clamp(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   double args[2];
   clamp_args(L, args);
-  gsL_check(L, gs_unary(GS_U_CLAMP, x, args, &r));
+  gsL_check(L, gs_ag_unary(GS_U_CLAMP, x, args, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -47,6 +49,7 @@ static int m_clamp_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
   double args[2];
   clamp_args(L, args);
+  gsL_check(L, gs_ag_check_inplace(x));
   gsL_check(L, gs_unary_(GS_U_CLAMP, x, args));
   lua_settop(L, 1);
   return 1;
@@ -65,7 +68,7 @@ static int add_sub(lua_State *L, gs_binary_op op) {
   }
   if (has_alpha) {
     gs_tensor *b = gsL_testtensor(L, 2), *scaled;
-    if (b) gsL_check(L, gs_binary_scalar(GS_B_MUL, b, alpha, false, &scaled));
+    if (b) gsL_check(L, gs_ag_binary_scalar(GS_B_MUL, b, alpha, false, &scaled));
     else {
       double v = luaL_checknumber(L, 2) * (alpha.is_float ? alpha.f : (double)alpha.i);
       lua_pushnumber(L, v);
@@ -88,6 +91,7 @@ static int binary(lua_State *L) {
 static int binary_(lua_State *L) {
   gs_binary_op op = (gs_binary_op)lua_tointeger(L, lua_upvalueindex(1));
   gs_tensor *x = gsL_checktensor(L, 1), *y, *scaled = NULL;
+  gsL_check(L, gs_ag_check_inplace(x));
   if ((op == GS_B_ADD || op == GS_B_SUB) && lua_gettop(L) >= 3) {
     if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
     double alpha = luaL_checknumber(L, 3);
@@ -117,6 +121,7 @@ static gs_scalar check_scalar(lua_State *L, int idx) {
 
 static int m_fill_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *v = gsL_testtensor(L, 2);
+  gsL_check(L, gs_ag_check_inplace(x));
   if (v) {
     if (v->ndim != 0) return luaL_error(L, "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", v->ndim);
     gsL_check(L, gs_copy_(x, v));
@@ -127,22 +132,26 @@ static int m_fill_(lua_State *L) {
   return 1;
 }
 static int m_zero_(lua_State *L) {
+  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
   gsL_check(L, gs_fill_(gsL_checktensor(L, 1), gs_scalar_i(0)));
   lua_settop(L, 1);
   return 1;
 }
 static int m_copy_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *src = gsL_checktensor(L, 2);
+  gsL_check(L, gs_ag_check_inplace(x));
   gsL_check(L, gs_copy_(x, src));
   lua_settop(L, 1);
   return 1;
 }
 static int m_uniform_(lua_State *L) {
+  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
   gsL_check(L, gs_uniform_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
   lua_settop(L, 1);
   return 1;
 }
 static int m_normal_(lua_State *L) {
+  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
   gsL_check(L, gs_normal_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
   lua_settop(L, 1);
   return 1;
@@ -179,7 +188,7 @@ static int reduce(lua_State *L) {
   bool keepdim;
   int d = reduce_dim(L, x, &keepdim);
   bool pair = (op == GS_R_MAX || op == GS_R_MIN) && d >= 0;
-  gs_status s = gs_reduce(op, x, d, keepdim, &v, pair ? &i : NULL);
+  gs_status s = op == GS_R_SUM ? gs_ag_sum(x, d, keepdim, &v) : gs_reduce(op, x, d, keepdim, &v, pair ? &i : NULL);
   gsL_check(L, s);
   if (op == GS_R_ARGMAX || op == GS_R_ARGMIN) { gsL_pushtensor(L, v); plus_one(L, v); return 1; }
   gsL_pushtensor(L, v);
@@ -193,7 +202,7 @@ static int m_mean(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   bool keepdim;
   int d = reduce_dim(L, x, &keepdim);
-  gsL_check(L, gs_mean(x, d, keepdim, &r));
+  gsL_check(L, gs_ag_mean(x, d, keepdim, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -239,7 +248,7 @@ static int softmax(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   if (lua_isnoneornil(L, 2)) return luaL_error(L, "softmax: the dimension to normalise over is required, e.g. x:softmax(2)");
   int d = gsL_checkdim(L, 2, x->ndim);
-  gsL_check(L, gs_softmax(x, d, lua_toboolean(L, lua_upvalueindex(1)), &r));
+  gsL_check(L, gs_ag_softmax(x, d, lua_toboolean(L, lua_upvalueindex(1)), &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -268,7 +277,7 @@ static int m_allclose(lua_State *L) {
 static int matprod(lua_State *L) {
   int which = (int)lua_tointeger(L, lua_upvalueindex(1));
   gs_tensor *a = gsL_checktensor(L, 1), *b = gsL_checktensor(L, 2), *r;
-  gsL_check(L, which == 0 ? gs_matmul(a, b, &r) : which == 1 ? gs_mm(a, b, &r) : gs_bmm(a, b, &r));
+  gsL_check(L, gs_ag_matmul(a, b, which, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -276,6 +285,8 @@ static int matprod(lua_State *L) {
 static int m_index_select(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *idx = gsL_checktensor(L, 3), *i0, *r;
   int d = gsL_checkdim(L, 2, x->ndim);
+  if (gs_grad_enabled && gs_requires_grad(x))
+    return luaL_error(L, "index_select does not support autograd yet: call it on x:detach() or inside torch.no_grad");
   /* Lua's indices are 1-based: shift them for the engine */
   gsL_check(L, gs_binary_scalar(GS_B_SUB, idx, gs_scalar_i(1), false, &i0));
   gs_status s = gs_index_select(x, d, i0, &r);

@@ -2,9 +2,11 @@
  * devices, dtypes and reading values back (item, tolist). Math methods
  * are in lua_tensor_math.c. Dims are 1-based here, 0-based below. */
 #include <string.h>
+#include "gs_autograd.h"
 #include "lua_gs.h"
 
 void gsL_register_math(lua_State *L);
+void gsL_register_autograd_methods(lua_State *L); /* lua_autograd.c */
 
 static int m_size(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1);
@@ -34,16 +36,26 @@ static int push_result(lua_State *L, gs_tensor *x, gs_tensor *r) {
   return 1;
 }
 
+/* Pushes view r of x after recording it for autograd. */
+static int push_view(lua_State *L, gs_tensor *x, gs_tensor *r, const char *kind, const int64_t *ints, int n) {
+  gs_status s = gs_ag_record_view(kind, x, r, ints, n);
+  if (s != GS_OK) { gs_tensor_release(r); gsL_raise(L); }
+  gsL_pushtensor(L, r);
+  return 1;
+}
+
 static int m_clone(lua_State *L) {
   gs_tensor *r;
-  gsL_check(L, gs_clone(gsL_checktensor(L, 1), &r));
+  gsL_check(L, gs_ag_clone(gsL_checktensor(L, 1), &r));
   gsL_pushtensor(L, r);
   return 1;
 }
 static int m_contiguous(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
-  gsL_check(L, gs_contiguous(x, &r));
-  return push_result(L, x, r);
+  if (gs_is_contiguous(x)) { lua_settop(L, 1); return 1; }
+  gsL_check(L, gs_ag_clone(x, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 
 static int m_view(lua_State *L) {
@@ -70,23 +82,22 @@ static int m_view(lua_State *L) {
   }
   bool reshape = lua_toboolean(L, lua_upvalueindex(1));
   gsL_check(L, reshape ? gs_reshape(x, n, shape, &r) : gs_view(x, n, shape, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  return push_view(L, x, r, "view", NULL, 0);
 }
 
 static int m_t(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   if (x->ndim > 2) return luaL_error(L, "t() expects a tensor with <= 2 dimensions, but self is %dD", x->ndim);
   gsL_check(L, gs_transpose(x, 0, x->ndim > 1 ? 1 : 0, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  int64_t dims[2] = {0, x->ndim > 1 ? 1 : 0};
+  return push_view(L, x, r, "t", dims, 2);
 }
 static int m_transpose(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int a = gsL_checkdim(L, 2, x->ndim), b = gsL_checkdim(L, 3, x->ndim);
   gsL_check(L, gs_transpose(x, x->ndim ? a : 0, x->ndim ? b : 0, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  int64_t dims[2] = {x->ndim ? a : 0, x->ndim ? b : 0};
+  return push_view(L, x, r, "transpose", dims, 2);
 }
 static int m_permute(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
@@ -100,22 +111,21 @@ static int m_permute(lua_State *L) {
   if (n != x->ndim)
     return luaL_error(L, "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d", x->ndim, n);
   gsL_check(L, gs_permute(x, dims, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  int64_t d64[GS_MAX_DIMS];
+  for (int i = 0; i < n; i++) d64[i] = dims[i];
+  return push_view(L, x, r, "permute", d64, n);
 }
 static int m_unsqueeze(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int d = gsL_checkdim(L, 2, x->ndim + 1);
   gsL_check(L, gs_unsqueeze(x, d, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  return push_view(L, x, r, "unsqueeze", NULL, 0);
 }
 static int m_squeeze(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int d = lua_isnoneornil(L, 2) ? -1 : gsL_checkdim(L, 2, x->ndim);
   gsL_check(L, gs_squeeze(x, x->ndim == 0 ? -1 : d, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  return push_view(L, x, r, "squeeze", NULL, 0);
 }
 static int m_expand(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r, *like = gsL_testtensor(L, 2);
@@ -133,15 +143,13 @@ static int m_expand(lua_State *L) {
     }
   }
   gsL_check(L, gs_expand_to(x, n, shape, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  return push_view(L, x, r, "expand", NULL, 0);
 }
 static int m_flatten(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int s = gsL_optdim(L, 2, x->ndim, 0), e = gsL_optdim(L, 3, x->ndim, x->ndim ? x->ndim - 1 : 0);
   gsL_check(L, gs_flatten(x, s, e, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  return push_view(L, x, r, "flatten", NULL, 0);
 }
 static int m_narrow(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
@@ -150,8 +158,8 @@ static int m_narrow(lua_State *L) {
   if (x->ndim > 0 && start < 0) start += x->shape[d] + 1;
   if (start < 1) return luaL_error(L, "narrow: start must be >= 1 (1-based), got %d", (int)start);
   gsL_check(L, gs_narrow(x, d, start - 1, len, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  int64_t args[4] = {d, start - 1, start - 1 + len, 1};
+  return push_view(L, x, r, "slice", args, 4);
 }
 static int m_select(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
@@ -160,9 +168,9 @@ static int m_select(lua_State *L) {
   if (x->ndim == 0) return luaL_error(L, "select() cannot be applied to a 0-dim tensor.");
   if (i == 0 || i > x->shape[d] || i < -x->shape[d])
     return luaL_error(L, "select(): index %d out of range for tensor of size %d at dimension %d", (int)i, (int)x->shape[d], d + 1);
-  gsL_check(L, gs_select(x, d, i > 0 ? i - 1 : i, &r));
-  gsL_pushtensor(L, r);
-  return 1;
+  int64_t args[2] = {d, i > 0 ? i - 1 : x->shape[d] + i};
+  gsL_check(L, gs_select(x, d, args[1], &r));
+  return push_view(L, x, r, "select", args, 2);
 }
 
 /* chunk(n[, d]) and split(size[, d]) return Lua lists of views. */
@@ -174,7 +182,8 @@ static int push_pieces(lua_State *L, gs_tensor *x, int d, int64_t piece) {
     int64_t len = size - at < piece ? size - at : piece;
     gs_tensor *v;
     gsL_check(L, gs_narrow(x, d, at, len, &v));
-    gsL_pushtensor(L, v);
+    int64_t args[4] = {d, at, at + len, 1};
+    push_view(L, x, v, "slice", args, 4);
     lua_rawseti(L, -2, k++);
     if (size == 0) break;
   }
@@ -206,7 +215,8 @@ static int m_split(lua_State *L) {
       lua_pop(L, 1);
       gs_tensor *v;
       gsL_check(L, gs_narrow(x, d, at, len, &v));
-      gsL_pushtensor(L, v);
+      int64_t args[4] = {d, at, at + len, 1};
+      push_view(L, x, v, "slice", args, 4);
       lua_rawseti(L, -2, (int)i);
       at += len;
     }
@@ -235,7 +245,7 @@ static int m_to(lua_State *L) {
       if (!gsL_testdtype(L, i, &dt)) dev = gsL_checkdevice(L, i);
     }
   }
-  gsL_check(L, gs_to(x, dev, dt, &r));
+  gsL_check(L, gs_ag_to(x, dev, dt, &r));
   return push_result(L, x, r);
 }
 static int m_cuda(lua_State *L) {
@@ -243,18 +253,18 @@ static int m_cuda(lua_State *L) {
   gs_device dev = {GS_CUDA, -1};
   if (!lua_isnoneornil(L, 2)) dev = gsL_checkdevice(L, 2);
   if (dev.type != GS_CUDA) return luaL_error(L, "cuda(): expected a CUDA device, got %s", lua_tostring(L, 2));
-  gsL_check(L, gs_to(x, dev, x->dtype, &r));
+  gsL_check(L, gs_ag_to(x, dev, x->dtype, &r));
   return push_result(L, x, r);
 }
 static int m_cpu(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
-  gsL_check(L, gs_to(x, gs_cpu(), x->dtype, &r));
+  gsL_check(L, gs_ag_to(x, gs_cpu(), x->dtype, &r));
   return push_result(L, x, r);
 }
 /* x:double(), x:float(), ...: the dtype is the upvalue */
 static int m_as_dtype(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
-  gsL_check(L, gs_to(x, gs_tensor_device(x), (gs_dtype)lua_tointeger(L, lua_upvalueindex(1)), &r));
+  gsL_check(L, gs_ag_to(x, gs_tensor_device(x), (gs_dtype)lua_tointeger(L, lua_upvalueindex(1)), &r));
   return push_result(L, x, r);
 }
 static int m_type(lua_State *L) {
@@ -266,7 +276,7 @@ static int m_type(lua_State *L) {
     return 1;
   }
   gs_tensor *r;
-  gsL_check(L, gs_to(x, gs_tensor_device(x), gsL_checkdtype(L, 2), &r));
+  gsL_check(L, gs_ag_to(x, gs_tensor_device(x), gsL_checkdtype(L, 2), &r));
   return push_result(L, x, r);
 }
 
@@ -344,4 +354,5 @@ void gsL_register_methods(lua_State *L) {
     lua_setfield(L, -2, casts[i].name);
   }
   gsL_register_math(L);
+  gsL_register_autograd_methods(L);
 }

@@ -8,6 +8,7 @@
 #include "lua_gs.h"
 
 void gsL_open_core(lua_State *L);
+void gsL_open_autograd(lua_State *L);
 extern void (*gs_oom_hook)(void);
 
 static lua_State *main_state;
@@ -81,6 +82,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_tensor(L);
   gsL_open_factory(L);
   gsL_open_device(L);
+  gsL_open_autograd(L);
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);

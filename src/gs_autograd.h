@@ -1,0 +1,80 @@
+/* gs_autograd.h: reverse-mode autograd in the engine. The gs_ag_* ops call
+ * the plain engine ops and, when grad mode is on and an input requires
+ * grad, record a node holding what the backward formula needs. Nodes
+ * never hold their own outputs (only views without grad_fn), so the graph
+ * has no reference cycles. */
+#ifndef GS_AUTOGRAD_H
+#define GS_AUTOGRAD_H
+
+#include "gs_ops.h"
+
+#define GS_AG_MAX_IN 3
+#define GS_AG_MAX_SAVED 3
+
+typedef struct gs_node gs_node;
+/* grads[i] receives the gradient for input i (NULL when none). */
+typedef gs_status (*gs_backward_fn)(gs_node *n, gs_tensor *g, gs_tensor **grads);
+
+struct gs_node {
+  int refcount;
+  const char *name;                     /* PyTorch's: "AddmmBackward0" */
+  gs_backward_fn backward;
+  int ninputs;
+  gs_node *next_fn[GS_AG_MAX_IN];       /* the input's grad_fn, or */
+  gs_tensor *next_leaf[GS_AG_MAX_IN];   /* the input itself when it is a leaf needing grad */
+  int in_ndim[GS_AG_MAX_IN];
+  int64_t in_shape[GS_AG_MAX_IN][GS_MAX_DIMS];
+  gs_dtype in_dtype[GS_AG_MAX_IN];
+  gs_device in_device[GS_AG_MAX_IN];
+  gs_tensor *saved[GS_AG_MAX_SAVED];
+  uint64_t saved_version[GS_AG_MAX_SAVED];
+  double scalar[2];
+  int64_t ints[GS_MAX_DIMS];
+  int nints;
+  bool released;                        /* saved tensors freed by a backward */
+  unsigned mark;                        /* visit epoch of the current backward */
+  /* backward pass bookkeeping */
+  gs_tensor *acc;
+  int deps;
+};
+
+extern bool gs_grad_enabled;
+
+const char *gs_grad_fn_name(const gs_node *n);
+void gs_grad_fn_release(gs_node *n);
+bool gs_requires_grad(const gs_tensor *t);
+
+/* root.backward(grad); grad may be NULL for a one-element root. */
+gs_status gs_backward(gs_tensor *root, gs_tensor *grad);
+/* Refuses in-place writes that would corrupt the graph. */
+gs_status gs_ag_check_inplace(const gs_tensor *x);
+/* A tensor sharing x's storage, outside the graph. */
+gs_status gs_detach(const gs_tensor *x, gs_tensor **out);
+
+gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tensor **out);
+gs_status gs_ag_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, gs_tensor **out);
+gs_status gs_ag_binary_scalar(gs_binary_op op, gs_tensor *a, gs_scalar s, bool reversed, gs_tensor **out);
+gs_status gs_ag_sum(gs_tensor *x, int dim, bool keepdim, gs_tensor **out);
+gs_status gs_ag_mean(gs_tensor *x, int dim, bool keepdim, gs_tensor **out);
+gs_status gs_ag_softmax(gs_tensor *x, int dim, bool log, gs_tensor **out);
+gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out); /* 0 matmul 1 mm 2 bmm */
+gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **out);
+gs_status gs_ag_to(gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out);
+gs_status gs_ag_clone(gs_tensor *x, gs_tensor **out);
+gs_status gs_ag_join(gs_tensor **xs, int n, int dim, bool stack, gs_tensor **out);
+gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out); /* target 0-based int64 */
+
+/* Views: y was made from x by a view op; record how to route grads back.
+ * kind: "view", "t", "transpose", "permute", "unsqueeze", "squeeze",
+ * "select", "slice", "expand"; ints carry the op's parameters. */
+gs_status gs_ag_record_view(const char *kind, gs_tensor *x, gs_tensor *y, const int64_t *ints, int nints);
+
+/* Reduces g (broadcast shape) to shape by summing broadcast dims. */
+gs_status gs_sum_to(const gs_tensor *g, int ndim, const int64_t *shape, gs_tensor **out);
+
+/* Internal to the autograd files: a new node with inputs recorded. */
+gs_node *gs_node_new(const char *name, gs_backward_fn fn, int ninputs, gs_tensor *const *inputs);
+gs_status gs_node_save(gs_node *n, int slot, const gs_tensor *t);
+void gs_node_attach(gs_node *n, gs_tensor *out);
+
+#endif

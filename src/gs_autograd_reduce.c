@@ -1,0 +1,253 @@
+/* gs_autograd_reduce.c: differentiable reductions, softmax, matrix
+ * products and the negative log-likelihood loss. */
+#include <string.h>
+#include "gs_autograd.h"
+
+#define REL(t) gs_tensor_release(t)
+
+static bool wants(gs_tensor *const *xs, int n) {
+  if (!gs_grad_enabled) return false;
+  for (int i = 0; i < n; i++) if (gs_requires_grad(xs[i])) return true;
+  return false;
+}
+
+static gs_status finish(gs_node *n, gs_tensor **out, gs_status s) {
+  if (!n) s = gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
+  if (s == GS_OK) { gs_node_attach(n, *out); return GS_OK; }
+  gs_grad_fn_release(n);
+  REL(*out);
+  *out = NULL;
+  return s;
+}
+
+/* ---- sum / mean: the gradient spreads back over the reduced dim ---- */
+
+static gs_status bw_sum(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  int dim = (int)n->ints[0];
+  bool keepdim = n->ints[1], mean = n->ints[2];
+  gs_tensor *gu = NULL, *e = NULL;
+  gs_status s = GS_OK;
+  if (dim >= 0 && !keepdim && n->in_ndim[0] > 0) s = gs_unsqueeze(g, dim, &gu);
+  else { gs_tensor_retain(g); gu = g; }
+  if (s == GS_OK) s = gs_expand(gu, n->in_ndim[0], n->in_shape[0], &e);
+  if (s == GS_OK) {
+    if (mean) s = gs_binary_scalar(GS_B_DIV, e, gs_scalar_f(n->scalar[0]), false, &gr[0]);
+    else s = gs_contiguous(e, &gr[0]);
+  }
+  REL(gu); REL(e);
+  return s;
+}
+
+static gs_status record_sum(gs_tensor *x, int dim, bool keepdim, bool mean, gs_tensor **out) {
+  if (!wants(&x, 1) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
+  gs_node *n = gs_node_new(mean ? (dim < 0 ? "MeanBackward0" : "MeanBackward1") : (dim < 0 ? "SumBackward0" : "SumBackward1"),
+                           bw_sum, 1, &x);
+  if (n) {
+    n->ints[0] = x->ndim == 0 ? -1 : dim;
+    n->ints[1] = keepdim;
+    n->ints[2] = mean;
+    n->scalar[0] = (double)(dim < 0 || x->ndim == 0 ? gs_numel(x) : x->shape[dim]);
+  }
+  return finish(n, out, GS_OK);
+}
+
+gs_status gs_ag_sum(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
+  GS_TRY(gs_reduce(GS_R_SUM, x, dim, keepdim, out, NULL));
+  return record_sum(x, dim, keepdim, false, out);
+}
+
+gs_status gs_ag_mean(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
+  GS_TRY(gs_mean(x, dim, keepdim, out));
+  return record_sum(x, dim, keepdim, true, out);
+}
+
+/* ---- softmax ---- */
+
+static gs_status bw_softmax(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  int dim = (int)n->ints[0];
+  bool log = n->ints[1];
+  gs_tensor *y = n->saved[0], *t = NULL, *s1 = NULL, *u = NULL, *e = NULL;
+  gs_status s;
+  if (!log) { /* y * (g - sum(g*y)) */
+    s = gs_binary(GS_B_MUL, g, y, &t);
+    if (s == GS_OK) s = gs_reduce(GS_R_SUM, t, dim, true, &s1, NULL);
+    if (s == GS_OK) s = gs_binary(GS_B_SUB, g, s1, &u);
+    if (s == GS_OK) s = gs_binary(GS_B_MUL, y, u, &gr[0]);
+  } else { /* g - exp(y) * sum(g) */
+    s = gs_reduce(GS_R_SUM, g, dim, true, &s1, NULL);
+    if (s == GS_OK) s = gs_unary(GS_U_EXP, y, NULL, &e);
+    if (s == GS_OK) s = gs_binary(GS_B_MUL, e, s1, &t);
+    if (s == GS_OK) s = gs_binary(GS_B_SUB, g, t, &gr[0]);
+  }
+  REL(t); REL(s1); REL(u); REL(e);
+  return s;
+}
+
+gs_status gs_ag_softmax(gs_tensor *x, int dim, bool log, gs_tensor **out) {
+  GS_TRY(gs_softmax(x, dim, log, out));
+  if (!wants(&x, 1)) return GS_OK;
+  gs_node *n = gs_node_new(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", bw_softmax, 1, &x);
+  gs_status s = GS_OK;
+  if (n) {
+    n->ints[0] = x->ndim == 0 ? -1 : dim;
+    n->ints[1] = log;
+    s = gs_node_save(n, 0, *out);
+  }
+  return finish(n, out, s);
+}
+
+/* ---- matrix products ---- */
+
+static gs_status transpose_last(const gs_tensor *x, gs_tensor **out) {
+  return gs_transpose(x, x->ndim - 2, x->ndim - 1, out);
+}
+
+/* For matmul's general case: 1-d operands become matrices (a: [1, K],
+ * b: [K, 1]) and g gets the dims they dropped, then ga = g @ b^T and
+ * gb = a^T @ g, each reduced to its operand's shape. */
+static gs_status bw_matmul(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  gs_tensor *a = n->saved[0], *b = n->saved[1];
+  gs_tensor *a2 = NULL, *b2 = NULL, *g2 = NULL, *g3 = NULL, *at = NULL, *bt = NULL, *ga = NULL, *gb = NULL;
+  bool av = a->ndim == 1, bv = b->ndim == 1;
+  gs_status s = av ? gs_unsqueeze(a, 0, &a2) : (gs_tensor_retain(a), a2 = a, GS_OK);
+  if (s == GS_OK) s = bv ? gs_unsqueeze(b, 1, &b2) : (gs_tensor_retain(b), b2 = b, GS_OK);
+  if (s == GS_OK) s = av ? gs_unsqueeze(g, bv ? g->ndim : g->ndim - 1, &g2) : (gs_tensor_retain(g), g2 = g, GS_OK);
+  if (s == GS_OK) s = bv ? gs_unsqueeze(g2, g2->ndim, &g3) : (gs_tensor_retain(g2), g3 = g2, GS_OK);
+  if (s == GS_OK) s = transpose_last(b2, &bt);
+  if (s == GS_OK) s = transpose_last(a2, &at);
+  if (s == GS_OK && n->next_fn[0] == NULL && n->next_leaf[0] == NULL) { /* a needs no grad */ }
+  else if (s == GS_OK) {
+    s = gs_matmul(g3, bt, &ga);
+    gs_tensor *r = NULL;
+    if (s == GS_OK) s = gs_sum_to(ga, a2->ndim, a2->shape, &r);
+    if (s == GS_OK) s = gs_reshape(r, a->ndim, a->shape, &gr[0]);
+    REL(r);
+  }
+  if (s == GS_OK && (n->next_fn[1] || n->next_leaf[1])) {
+    s = gs_matmul(at, g3, &gb);
+    gs_tensor *r = NULL;
+    if (s == GS_OK) s = gs_sum_to(gb, b2->ndim, b2->shape, &r);
+    if (s == GS_OK) s = gs_reshape(r, b->ndim, b->shape, &gr[1]);
+    REL(r);
+  }
+  REL(a2); REL(b2); REL(g2); REL(g3); REL(at); REL(bt); REL(ga); REL(gb);
+  return s;
+}
+
+gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out) {
+  GS_TRY(which == 0 ? gs_matmul(a, b, out) : which == 1 ? gs_mm(a, b, out) : gs_bmm(a, b, out));
+  gs_tensor *ins[2] = {a, b};
+  if (!wants(ins, 2) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
+  const char *name = which == 2 ? "BmmBackward0"
+                   : a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
+                   : a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
+                   : a->ndim == 2 && b->ndim == 1 ? "MvBackward0" : "UnsafeViewBackward0";
+  gs_node *n = gs_node_new(name, bw_matmul, 2, ins);
+  gs_status s = GS_OK;
+  if (n) {
+    s = gs_node_save(n, 0, a);
+    if (s == GS_OK) s = gs_node_save(n, 1, b);
+  }
+  return finish(n, out, s);
+}
+
+/* addmm(bias, a, b) = bias + a @ b */
+static gs_status bw_addmm(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  gs_tensor *a = n->saved[0], *b = n->saved[1], *at = NULL, *bt = NULL;
+  gs_status s = GS_OK;
+  if (n->next_fn[0] || n->next_leaf[0]) { gs_tensor_retain(g); gr[0] = g; }
+  if (n->next_fn[1] || n->next_leaf[1]) {
+    s = gs_transpose(b, 0, 1, &bt);
+    if (s == GS_OK) s = gs_mm(g, bt, &gr[1]);
+  }
+  if (s == GS_OK && (n->next_fn[2] || n->next_leaf[2])) {
+    s = gs_transpose(a, 0, 1, &at);
+    if (s == GS_OK) s = gs_mm(at, g, &gr[2]);
+  }
+  REL(at); REL(bt);
+  return s;
+}
+
+gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **out) {
+  gs_tensor *p;
+  GS_TRY(gs_mm(a, b, &p));
+  gs_status s = gs_binary(GS_B_ADD, bias, p, out);
+  REL(p);
+  GS_TRY(s);
+  if ((*out)->ndim != 2 || (*out)->shape[0] != a->shape[0] || (*out)->shape[1] != b->shape[1]) {
+    REL(*out);
+    *out = NULL;
+    return gs_error("addmm: the bias (shape [..]) must broadcast to the product's shape [%lld, %lld]",
+                    (long long)a->shape[0], (long long)b->shape[1]);
+  }
+  gs_tensor *ins[3] = {bias, a, b};
+  if (!wants(ins, 3)) return GS_OK;
+  gs_node *n = gs_node_new("AddmmBackward0", bw_addmm, 3, ins);
+  s = GS_OK;
+  if (n) {
+    s = gs_node_save(n, 0, a);
+    if (s == GS_OK) s = gs_node_save(n, 1, b);
+  }
+  return finish(n, out, s);
+}
+
+/* ---- nll_loss: -mean(logp[i, target[i]]) through a one-hot mask, which
+ * every backend can compute with its elementwise kernels ---- */
+
+static gs_status one_hot(const gs_tensor *target, int64_t classes, gs_dtype dt, gs_tensor **out) {
+  gs_tensor *cls = NULL, *col = NULL, *eq = NULL;
+  gs_status s = gs_arange(gs_tensor_device(target), GS_INT64, 0, (double)classes, 1, &cls);
+  if (s == GS_OK) s = gs_unsqueeze(target, 1, &col);
+  if (s == GS_OK) s = gs_binary(GS_B_EQ, col, cls, &eq);
+  if (s == GS_OK) s = gs_cast(eq, dt, out);
+  REL(cls); REL(col); REL(eq);
+  return s;
+}
+
+static gs_status bw_nll(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  gs_tensor *mask = n->saved[0], *t = NULL;
+  gs_status s = gs_binary(GS_B_MUL, mask, g, &t);
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_MUL, t, gs_scalar_f(-1.0 / n->scalar[0]), false, &gr[0]);
+  REL(t);
+  return s;
+}
+
+gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out) {
+  if (logp->ndim != 2) return gs_error("nll_loss: expected input of shape [N, C], got %d dims", logp->ndim);
+  if (target->ndim != 1 || target->shape[0] != logp->shape[0])
+    return gs_error("nll_loss: expected a target of shape [%lld] (one class per row), got %d dims",
+                    (long long)logp->shape[0], target->ndim);
+  if (gs_dtype_is_float(target->dtype) || target->dtype == GS_BOOL)
+    return gs_error("nll_loss: expected integer class indices as target, got %s", gs_dtype_name(target->dtype));
+  GS_TRY(gs_check_same_device(logp, target));
+  /* every class index must be in range: min >= 0 and max < C */
+  gs_tensor *lo = NULL, *hi = NULL, *lh = NULL, *hh = NULL;
+  gs_status s = GS_OK;
+  if (target->shape[0] > 0) {
+    s = gs_reduce(GS_R_MIN, target, -1, false, &lo, NULL);
+    if (s == GS_OK) s = gs_reduce(GS_R_MAX, target, -1, false, &hi, NULL);
+    if (s == GS_OK) s = gs_to_host_contiguous(lo, &lh);
+    if (s == GS_OK) s = gs_to_host_contiguous(hi, &hh);
+    if (s == GS_OK) {
+      int64_t mn = gs_load_i64(lh->dtype, gs_tensor_ptr(lh)), mx = gs_load_i64(hh->dtype, gs_tensor_ptr(hh));
+      if (mn < 0 || mx >= logp->shape[1])
+        s = gs_error("Target %lld is out of bounds: class indices must be in 1..%lld",
+                     (long long)(mn < 0 ? mn + 1 : mx + 1), (long long)logp->shape[1]);
+    }
+  }
+  REL(lo); REL(hi); REL(lh); REL(hh);
+  GS_TRY(s);
+  gs_tensor *mask = NULL, *picked = NULL, *total = NULL;
+  s = one_hot(target, logp->shape[1], logp->dtype, &mask);
+  if (s == GS_OK) s = gs_binary(GS_B_MUL, logp, mask, &picked);
+  if (s == GS_OK) s = gs_reduce(GS_R_SUM, picked, -1, false, &total, NULL);
+  double count = (double)logp->shape[0];
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_MUL, total, gs_scalar_f(-1.0 / count), false, out);
+  REL(picked); REL(total);
+  if (s != GS_OK) { REL(mask); return s; }
+  if (!wants(&logp, 1)) { REL(mask); return GS_OK; }
+  gs_node *n = gs_node_new("NllLossBackward0", bw_nll, 1, &logp);
+  if (n) { n->saved[0] = mask; n->saved_version[0] = mask->buf->version; n->scalar[0] = count; }
+  else REL(mask);
+  return finish(n, out, GS_OK);
+}
