@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "gs_backend.h"
 #include "gs_device.h"
 
@@ -35,8 +36,25 @@ int gs_cuda_device_count(void) {
 
 int gs_cuda_current_device(void) { return current_cuda; }
 
+/* "available: cpu and 2 simulated GPUs, cuda:0 and cuda:1": what this
+ * session has, for error messages that name what exists. */
+void gs_devices_describe(char *buf, size_t n) {
+  int k = gs_cuda_device_count();
+  const char *sim = sim_count > 0 ? "simulated " : "";
+  if (k == 0)
+    snprintf(buf, n, "available: only the cpu; no CUDA devices are present (start gshell with --sim-gpus N, "
+                     "or set GSHELL_SIM_GPUS=N, to simulate some)");
+  else if (k == 1) snprintf(buf, n, "available: cpu and 1 %sGPU, cuda:0", sim);
+  else if (k == 2) snprintf(buf, n, "available: cpu and 2 %sGPUs, cuda:0 and cuda:1", sim);
+  else snprintf(buf, n, "available: cpu and %d %sGPUs, cuda:0 to cuda:%d", k, sim, k - 1);
+}
+
 gs_status gs_cuda_set_device(int index) {
-  if (index < 0) return gs_error("invalid device ordinal %d: CUDA ordinals start at 0", index);
+  char what[200];
+  if (index < 0) {
+    gs_devices_describe(what, sizeof what);
+    return gs_error("invalid device ordinal %d: CUDA ordinals start at 0 (%s)", index, what);
+  }
   gs_device d = {GS_CUDA, index};
   GS_TRY(gs_device_resolve(d, &d));
   current_cuda = index;
@@ -48,19 +66,25 @@ bool gs_device_equal(gs_device a, gs_device b) { return a.type == b.type && a.in
 gs_status gs_device_resolve(gs_device in, gs_device *out) {
   if (in.type == GS_CPU) { *out = gs_cpu(); return GS_OK; }
   int idx = in.index < 0 ? current_cuda : in.index;
-  if (idx >= gs_cuda_device_count()) {
-    int n = gs_cuda_device_count();
+  int n = gs_cuda_device_count();
+  if (idx >= n) {
+    const char *sim = sim_count > 0 ? "simulated " : "";
     if (n == 0)
-      return gs_error("cuda:%d is not available: no CUDA devices are present (start gshell with "
-                      "--sim-gpus N to simulate some)", idx);
-    if (n == 1) return gs_error("cuda:%d is not available: there is 1 CUDA device (cuda:0)", idx);
-    return gs_error("cuda:%d is not available: there are %d CUDA devices (cuda:0 to cuda:%d)", idx, n, n - 1);
+      return gs_error("cuda:%d is not available: no CUDA devices are present, only the cpu (start gshell with "
+                      "--sim-gpus N, or set GSHELL_SIM_GPUS=N, to simulate some)", idx);
+    if (n == 1) return gs_error("cuda:%d is not available: there is 1 %sCUDA device (cuda:0)", idx, sim);
+    if (n == 2) return gs_error("cuda:%d is not available: there are 2 %sCUDA devices (cuda:0 and cuda:1)", idx, sim);
+    return gs_error("cuda:%d is not available: there are %d %sCUDA devices (cuda:0 to cuda:%d)", idx, n, sim, n - 1);
   }
   out->type = GS_CUDA;
   out->index = idx;
   return GS_OK;
 }
 
+/* Parses "cpu", "cpu:0", "cuda", "cuda:N". A bad string gets a message
+ * saying what was expected and what exists, with a hint for the common
+ * mistakes: TensorFlow/MXNet names ("gpu:0", "/GPU:0"), a negative
+ * ordinal, a dtype name given where a device belongs. */
 gs_status gs_device_parse(const char *s, gs_device *out) {
   if (strcmp(s, "cpu") == 0) { *out = gs_cpu(); return GS_OK; }
   if (strcmp(s, "cuda") == 0) { out->type = GS_CUDA; out->index = -1; return GS_OK; }
@@ -70,7 +94,19 @@ gs_status gs_device_parse(const char *s, gs_device *out) {
     if (*end == '\0' && v < 1 << 20) { out->type = GS_CUDA; out->index = (int)v; return GS_OK; }
   }
   if (strncmp(s, "cpu:", 4) == 0 && strcmp(s + 4, "0") == 0) { *out = gs_cpu(); return GS_OK; }
-  return gs_error("invalid device string '%s': expected 'cpu', 'cuda' or 'cuda:N' with N >= 0", s);
+  char what[200];
+  gs_devices_describe(what, sizeof what);
+  gs_dtype dt;
+  if (strncmp(s, "cuda:-", 6) == 0)
+    return gs_error("invalid device string '%s': device ordinals must not be negative (%s)", s, what);
+  if (gs_dtype_from_name(s, &dt))
+    return gs_error("invalid device string '%s': that is a dtype, not a device (pass it as dtype=); "
+                    "expected 'cpu', 'cuda' or 'cuda:N' (%s)", s, what);
+  const char *p = s[0] == '/' ? s + 1 : s;
+  if (strncasecmp(p, "gpu", 3) == 0 || strncasecmp(p, "device:gpu", 10) == 0)
+    return gs_error("invalid device string '%s': GPUs are called 'cuda' here, as in PyTorch ('cuda:0' is the "
+                    "first); expected 'cpu', 'cuda' or 'cuda:N' (%s)", s, what);
+  return gs_error("invalid device string '%s': expected 'cpu', 'cuda' or 'cuda:N' with N >= 0 (%s)", s, what);
 }
 
 void gs_device_name(gs_device d, char *buf, size_t n) {

@@ -139,7 +139,13 @@ static void count(gs_transfer_count *c, uint64_t bytes) { c->count++; c->bytes +
 
 /* Copies between two different devices. Host-addressable memories (cpu
  * and simulated GPUs) copy element by element directly; a real GPU gets a
- * contiguous staging copy moved with the backend's memcpy. */
+ * contiguous staging copy moved with the backend's memcpy.
+ * Every such copy counts as exactly one transfer (torch.cuda.transfers()):
+ * h2d when the source is the cpu, d2h when the destination is, d2d
+ * between two GPUs (even when it bounces through the host), with the
+ * bytes of the source elements moved. Printing, item() and tolist() of a
+ * GPU tensor are one d2h each (gs_to_host_contiguous); a copy within one
+ * device is no transfer. */
 static gs_status copy_same_device(gs_tensor *dst, const gs_tensor *src) {
   const gs_backend *be;
   GS_DISPATCH(be, dst, copy, "copy_");
@@ -185,8 +191,10 @@ gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src) {
   GS_TRY(gs_expand(src, dst->ndim, dst->shape, &e));
   gs_status s;
   if (gs_device_equal(gs_tensor_device(dst), gs_tensor_device(src))) {
+    gs_log_op("copy_", dst);
     s = copy_same_device(dst, e);
   } else {
+    gs_log_op("_to_copy", dst); /* a move between memories, logged on the destination */
     s = copy_across(dst, e);
   }
   gs_tensor_release(e);

@@ -85,6 +85,12 @@ bool gsL_testdtype(lua_State *L, int idx, gs_dtype *out) {
 gs_dtype gsL_checkdtype(lua_State *L, int idx) {
   gs_dtype t;
   if (gsL_testdtype(L, idx, &t)) return t;
+  gs_device dev;
+  if (lua_type(L, idx) == LUA_TSTRING && gs_device_parse(lua_tostring(L, idx), &dev) == GS_OK)
+    luaL_error(L, "unknown dtype '%s': that is a device, not a dtype (pass it as device=); expected one of "
+               "float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool", lua_tostring(L, idx));
+  if (luaL_testudata(L, idx, GSL_DEVICE_MT))
+    luaL_error(L, "expected a dtype (e.g. torch.float32), got a device (pass it as device=)");
   if (lua_type(L, idx) == LUA_TSTRING)
     luaL_error(L, "unknown dtype '%s': expected one of float32, float64, float16, bfloat16, int64, int32, "
                "int16, int8, uint8, bool", lua_tostring(L, idx));
@@ -109,33 +115,70 @@ static int dtype_index(lua_State *L) {
 
 /* ---- devices ---- */
 
+void gs_devices_describe(char *buf, size_t n); /* gs_device.c: "devices: cpu, cuda:0 and cuda:1" */
+
 static gs_device default_device = {GS_CPU, 0};
 gs_device gsL_default_device(void) { return default_device; }
 void gsL_set_default_device(gs_device d) { default_device = d; }
 
+/* Device objects are interned like dtypes: one object per device, so
+ * rawequal(x.device, y.device) holds for tensors on the same device and a
+ * device works as a table key (PyTorch's devices hash by value). */
+static const char *DEVICES = "gshell.devices";
+
 void gsL_pushdevice(lua_State *L, gs_device d) {
+  lua_Integer key = d.type == GS_CPU ? -2 : d.index < 0 ? -1 : d.index;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, DEVICES) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, DEVICES);
+  }
+  if (lua_rawgeti(L, -1, key) == LUA_TUSERDATA) { lua_remove(L, -2); return; }
+  lua_pop(L, 1);
   gs_device *p = lua_newuserdatauv(L, sizeof(gs_device), 0);
   *p = d;
   luaL_setmetatable(L, GSL_DEVICE_MT);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, -3, key);
+  lua_remove(L, -2);
 }
 
+/* A device argument: a torch.device, a string ('cpu', 'cuda', 'cuda:1')
+ * or an integer CUDA ordinal. Errors say what was given and what exists;
+ * idx may be negative (an option value pushed by gsL_optfield). */
 gs_device gsL_checkdevice(lua_State *L, int idx) {
-  gs_device *p = luaL_testudata(L, idx, GSL_DEVICE_MT), d;
+  gs_device *p = luaL_testudata(L, idx, GSL_DEVICE_MT), d = {GS_CPU, 0};
   if (p) return *p;
+  char what[200];
   if (lua_type(L, idx) == LUA_TSTRING) {
     gsL_check(L, gs_device_parse(lua_tostring(L, idx), &d));
     return d;
   }
-  if (lua_isinteger(L, idx)) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    if (!lua_isinteger(L, idx)) {
+      luaL_error(L, "invalid device ordinal %s: expected an integer CUDA ordinal", lua_tostring(L, idx));
+    }
     lua_Integer i = lua_tointeger(L, idx);
-    if (i < 0) luaL_error(L, "invalid device ordinal %d: CUDA ordinals start at 0", (int)i);
-    if (i > 1 << 20) luaL_error(L, "invalid device ordinal %d", (int)i);
+    if (i < 0 || i > 1 << 20) {
+      gs_devices_describe(what, sizeof what);
+      luaL_error(L, "invalid device ordinal %I: CUDA ordinals start at 0 (%s)", i, what);
+    }
     d.type = GS_CUDA;
     d.index = (int)i;
     return d;
   }
-  luaL_error(L, "bad argument #%d: expected a device ('cpu', 'cuda', 'cuda:1', an ordinal or torch.device), got %s",
-             idx, luaL_typename(L, idx));
+  const char *got = luaL_typename(L, idx);
+  if (luaL_testudata(L, idx, GSL_DTYPE_MT)) {
+    lua_pushvalue(L, idx);
+    got = luaL_tolstring(L, -1, NULL);
+    luaL_error(L, "expected a device ('cpu', 'cuda', 'cuda:1', an ordinal or a torch.device), got %s, "
+               "which is a dtype (pass it as dtype=)", got);
+  }
+  if (idx > 0)
+    luaL_error(L, "bad argument #%d: expected a device ('cpu', 'cuda', 'cuda:1', an ordinal or a torch.device), got %s",
+               idx, got);
+  luaL_error(L, "expected a device ('cpu', 'cuda', 'cuda:1', an ordinal or a torch.device), got %s", got);
   return d;
 }
 
@@ -153,24 +196,46 @@ static int device_eq(lua_State *L) {
   return 1;
 }
 
+/* "cpu", "cuda", "cuda:1": PyTorch's str(device), also used by `..` */
+static void push_device_str(lua_State *L, gs_device d) {
+  char name[24];
+  gs_device_name(d, name, sizeof name);
+  lua_pushstring(L, name);
+}
+
+static int device_concat(lua_State *L) {
+  for (int i = 1; i <= 2; i++) {
+    gs_device *d = luaL_testudata(L, i, GSL_DEVICE_MT);
+    if (d) { push_device_str(L, *d); lua_replace(L, i); }
+    else if (!lua_isstring(L, i)) return luaL_error(L, "attempt to concatenate a %s value with a device", luaL_typename(L, i));
+  }
+  lua_concat(L, 2);
+  return 1;
+}
+
 static int device_index(lua_State *L) {
   gs_device *d = luaL_checkudata(L, 1, GSL_DEVICE_MT);
   const char *k = luaL_checkstring(L, 2);
   if (strcmp(k, "type") == 0) lua_pushstring(L, d->type == GS_CPU ? "cpu" : "cuda");
   else if (strcmp(k, "index") == 0) { if (d->type == GS_CUDA && d->index >= 0) lua_pushinteger(L, d->index); else lua_pushnil(L); }
+  else if (strcmp(k, "str") == 0) push_device_str(L, *d); /* x.device.str == "cuda:1" */
   else lua_pushnil(L);
   return 1;
 }
 
-/* torch.device('cpu' | 'cuda' | 'cuda:1' | device [, index]) */
+/* torch.device('cpu' | 'cuda' | 'cuda:1' | ordinal | device [, index]) */
 static int l_device(lua_State *L) {
   gs_device d = gsL_checkdevice(L, 1);
   if (!lua_isnoneornil(L, 2)) {
-    lua_Integer i = luaL_checkinteger(L, 2);
-    if (d.type != GS_CUDA || d.index >= 0)
-      return luaL_error(L, "torch.device: an index can only be given with type 'cuda' (got '%s', %d)",
-                        lua_tostring(L, 1), (int)i);
-    if (i < 0) return luaL_error(L, "Device index must not be negative, got %d", (int)i);
+    if (!lua_isinteger(L, 2))
+      return luaL_error(L, "torch.device: the index must be an integer, got %s", luaL_typename(L, 2));
+    lua_Integer i = lua_tointeger(L, 2);
+    if (i < 0) return luaL_error(L, "Device index must not be negative, got %I", i);
+    if (d.type == GS_CPU && i == 0) { gsL_pushdevice(L, d); return 1; }
+    if (d.type != GS_CUDA || d.index >= 0 || lua_type(L, 1) != LUA_TSTRING)
+      return luaL_error(L, "torch.device: an index can only be given with type 'cuda' "
+                        "(torch.device('cuda', 1)), got %s and %I", luaL_tolstring(L, 1, NULL), i);
+    if (i > 1 << 20) return luaL_error(L, "invalid device ordinal %I", i);
     d.index = (int)i;
   }
   gsL_pushdevice(L, d);
@@ -318,6 +383,7 @@ void gsL_open_core(lua_State *L) {
   lua_pushcfunction(L, device_tostring); lua_setfield(L, -2, "__tostring");
   lua_pushcfunction(L, device_eq); lua_setfield(L, -2, "__eq");
   lua_pushcfunction(L, device_index); lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, device_concat); lua_setfield(L, -2, "__concat");
   lua_pushliteral(L, "torch.device"); lua_setfield(L, -2, "__name");
   lua_pop(L, 1);
   lua_pushcfunction(L, l_device);

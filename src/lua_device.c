@@ -1,26 +1,168 @@
-/* lua_device.c: torch.cuda.* and the default device. */
+/* lua_device.c: torch.cuda.* and the default device. Everything here is
+ * backend-neutral: memory figures come from the backend's mem_stats slot,
+ * device properties from the simulator or (GS_HAVE_CUDA) from
+ * gs_cuda_get_properties in backend_cuda.c. The Lua half (smi, device
+ * scopes, torch.cuda.device) is lua/torch/devices.lua. */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "lua_gs.h"
+
+void gs_devices_describe(char *buf, size_t n);  /* gs_device.c: "available: cpu and 2 ..." */
+size_t gs_sim_total_memory(int i);              /* backend_sim.c */
+size_t gs_sim_cap(void);
+int gs_sim_utilization(int i);
+typedef struct {
+  size_t cached, peak_reserved;
+  uint64_t n_alloc, n_free, n_cache_hits, n_cache_flushes, n_ooms, kernels, busy_ns;
+} gs_sim_extra_stats;
+void gs_sim_extra(int i, gs_sim_extra_stats *out);
+#ifdef GS_HAVE_CUDA
+#include "backend_cuda.h" /* gs_cuda_get_properties for real devices */
+#endif
 
 static int c_is_available(lua_State *L) { lua_pushboolean(L, gs_cuda_device_count() > 0); return 1; }
 static int c_device_count(lua_State *L) { lua_pushinteger(L, gs_cuda_device_count()); return 1; }
-static int c_current_device(lua_State *L) { lua_pushinteger(L, gs_cuda_current_device()); return 1; }
+static int c_is_simulated(lua_State *L) { lua_pushboolean(L, gs_cuda_is_simulated()); return 1; }
 
-/* A CUDA device argument: ordinal, 'cuda:i', device object; nil = current */
-static gs_device cuda_arg(lua_State *L, int idx) {
+/* A CUDA device argument: ordinal, 'cuda:i', 'cuda', device object; nil
+ * means the current device. Checks that it exists. */
+static gs_device cuda_arg(lua_State *L, int idx, const char *fn) {
   gs_device d = {GS_CUDA, -1};
   if (!lua_isnoneornil(L, idx)) d = gsL_checkdevice(L, idx);
-  if (d.type != GS_CUDA) luaL_error(L, "expected a CUDA device, got %s", luaL_tolstring(L, idx, NULL));
+  if (d.type != GS_CUDA) {
+    char what[200];
+    gs_devices_describe(what, sizeof what);
+    luaL_error(L, "torch.cuda.%s: expected a CUDA device, got %s (%s)", fn, luaL_tolstring(L, idx, NULL), what);
+  }
   gsL_check(L, gs_device_resolve(d, &d));
   return d;
 }
 
+static int c_current_device(lua_State *L) {
+  if (gs_cuda_device_count() == 0) {
+    char what[200];
+    gs_devices_describe(what, sizeof what);
+    return luaL_error(L, "torch.cuda.current_device: no CUDA device (%s)", what);
+  }
+  lua_pushinteger(L, gs_cuda_current_device());
+  return 1;
+}
+
 static int c_set_device(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) return luaL_error(L, "torch.cuda.set_device(i): expected a CUDA ordinal or device");
   gs_device d = gsL_checkdevice(L, 1);
-  if (d.type != GS_CUDA) return luaL_error(L, "set_device: expected a CUDA device, got %s", luaL_tolstring(L, 1, NULL));
-  gsL_check(L, gs_cuda_set_device(d.index < 0 ? gs_cuda_current_device() : d.index));
+  if (d.type != GS_CUDA) {
+    char what[200];
+    gs_devices_describe(what, sizeof what);
+    return luaL_error(L, "torch.cuda.set_device: expected a CUDA device, got %s (%s)", luaL_tolstring(L, 1, NULL), what);
+  }
+  if (d.index < 0) { gsL_check(L, gs_device_resolve(d, &d)); return 0; } /* 'cuda': stays where it is */
+  gsL_check(L, gs_cuda_set_device(d.index));
   return 0;
 }
+
+/* ---- properties ---- */
+
+typedef struct {
+  char name[256];
+  size_t total;
+  int major, minor, sms;
+  bool simulated;
+} dev_props;
+
+static void get_props(lua_State *L, int index, dev_props *p) {
+  memset(p, 0, sizeof *p);
+  if (gs_cuda_is_simulated()) {
+    snprintf(p->name, sizeof p->name, "gshell simulated GPU");
+    p->total = gs_sim_total_memory(index);
+    p->major = 8; /* reports compute capability 8.0: a modern device, so feature checks pass */
+    p->minor = 0;
+#ifdef _OPENMP
+    p->sms = omp_get_num_procs(); /* it computes on the host's cores */
+#else
+    p->sms = 1;
+#endif
+    p->simulated = true;
+    return;
+  }
+#ifdef GS_HAVE_CUDA
+  gs_cuda_props cp;
+  gsL_check(L, gs_cuda_get_properties(index, &cp));
+  snprintf(p->name, sizeof p->name, "%s", cp.name);
+  p->total = cp.total_memory;
+  p->major = cp.major;
+  p->minor = cp.minor;
+  p->sms = cp.multi_processor_count;
+#else
+  luaL_error(L, "cuda:%d: this build has no CUDA support", index);
+#endif
+}
+
+static int c_get_device_name(lua_State *L) {
+  dev_props p;
+  get_props(L, cuda_arg(L, 1, "get_device_name").index, &p);
+  lua_pushstring(L, p.name);
+  return 1;
+}
+
+/* Prints like PyTorch's _CudaDeviceProperties. */
+static int props_tostring(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "name");
+  lua_getfield(L, 1, "major");
+  lua_getfield(L, 1, "minor");
+  lua_getfield(L, 1, "total_memory");
+  lua_getfield(L, 1, "multi_processor_count");
+  lua_getfield(L, 1, "simulated");
+  lua_pushfstring(L, "_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, multi_processor_count=%d%s)",
+                  lua_tostring(L, 2), (int)lua_tointeger(L, 3), (int)lua_tointeger(L, 4),
+                  (int)(lua_tointeger(L, 5) >> 20), (int)lua_tointeger(L, 6),
+                  lua_toboolean(L, 7) ? ", simulated=True" : "");
+  return 1;
+}
+
+static int c_get_device_properties(lua_State *L) {
+  gs_device d = cuda_arg(L, 1, "get_device_properties");
+  dev_props p;
+  get_props(L, d.index, &p);
+  lua_createtable(L, 0, 7);
+  lua_pushstring(L, p.name); lua_setfield(L, -2, "name");
+  lua_pushinteger(L, (lua_Integer)p.total); lua_setfield(L, -2, "total_memory");
+  lua_pushinteger(L, p.major); lua_setfield(L, -2, "major");
+  lua_pushinteger(L, p.minor); lua_setfield(L, -2, "minor");
+  lua_pushinteger(L, p.sms); lua_setfield(L, -2, "multi_processor_count");
+  lua_pushboolean(L, p.simulated); lua_setfield(L, -2, "simulated");
+  lua_pushinteger(L, d.index); lua_setfield(L, -2, "index");
+  if (luaL_newmetatable(L, "torch.cuda.DeviceProperties")) {
+    lua_pushcfunction(L, props_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+static int c_get_device_capability(lua_State *L) {
+  dev_props p;
+  get_props(L, cuda_arg(L, 1, "get_device_capability").index, &p);
+  lua_pushinteger(L, p.major);
+  lua_pushinteger(L, p.minor);
+  return 2;
+}
+
+/* Percent of time the device ran kernels since the last reading; nil when
+ * unknown (real devices: gshell does not link NVML). */
+static int c_utilization(lua_State *L) {
+  gs_device d = cuda_arg(L, 1, "utilization");
+  if (gs_cuda_is_simulated()) lua_pushinteger(L, gs_sim_utilization(d.index));
+  else lua_pushnil(L);
+  return 1;
+}
+
+/* ---- synchronisation and memory ---- */
 
 static int c_synchronize(lua_State *L) {
   if (lua_isnoneornil(L, 1)) {
@@ -31,36 +173,65 @@ static int c_synchronize(lua_State *L) {
     }
     return 0;
   }
-  gs_device d = cuda_arg(L, 1);
+  gs_device d = cuda_arg(L, 1, "synchronize");
   const gs_backend *be = gs_device_backend(d);
   if (be && be->synchronize) gsL_check(L, be->synchronize(d.index));
   return 0;
 }
 
-static void stats(lua_State *L, int idx, gs_mem_stats *s, gs_device *dev) {
-  gs_device d = cuda_arg(L, idx);
+static gs_device stats(lua_State *L, int idx, gs_mem_stats *s, const char *fn) {
+  gs_device d = cuda_arg(L, idx, fn);
   const gs_backend *be = gs_device_backend(d);
   *s = (gs_mem_stats){0};
   if (be && be->mem_stats) be->mem_stats(d.index, s);
-  if (dev) *dev = d;
+  return d;
 }
 
-static int c_memory_allocated(lua_State *L) { gs_mem_stats s; stats(L, 1, &s, NULL); lua_pushinteger(L, (lua_Integer)s.allocated); return 1; }
-static int c_max_memory_allocated(lua_State *L) { gs_mem_stats s; stats(L, 1, &s, NULL); lua_pushinteger(L, (lua_Integer)s.max_allocated); return 1; }
-static int c_memory_reserved(lua_State *L) { gs_mem_stats s; stats(L, 1, &s, NULL); lua_pushinteger(L, (lua_Integer)s.reserved); return 1; }
+static int c_memory_allocated(lua_State *L) {
+  gs_mem_stats s;
+  stats(L, 1, &s, "memory_allocated");
+  lua_pushinteger(L, (lua_Integer)s.allocated);
+  return 1;
+}
+static int c_max_memory_allocated(lua_State *L) {
+  gs_mem_stats s;
+  stats(L, 1, &s, "max_memory_allocated");
+  lua_pushinteger(L, (lua_Integer)s.max_allocated);
+  return 1;
+}
+static int c_memory_reserved(lua_State *L) {
+  gs_mem_stats s;
+  stats(L, 1, &s, "memory_reserved");
+  lua_pushinteger(L, (lua_Integer)s.reserved);
+  return 1;
+}
+static int c_max_memory_reserved(lua_State *L) {
+  gs_mem_stats s;
+  gs_device d = stats(L, 1, &s, "max_memory_reserved");
+  if (gs_cuda_is_simulated()) {
+    gs_sim_extra_stats x;
+    gs_sim_extra(d.index, &x);
+    lua_pushinteger(L, (lua_Integer)x.peak_reserved);
+  } else {
+    lua_pushinteger(L, (lua_Integer)s.reserved);
+  }
+  return 1;
+}
+/* (free, total) as two values: free = total - reserved */
 static int c_mem_get_info(lua_State *L) {
   gs_mem_stats s;
-  stats(L, 1, &s, NULL);
+  stats(L, 1, &s, "mem_get_info");
   lua_pushinteger(L, (lua_Integer)s.free);
   lua_pushinteger(L, (lua_Integer)s.total);
   return 2;
 }
 static int c_reset_peak(lua_State *L) {
-  gs_device d = cuda_arg(L, 1);
+  gs_device d = cuda_arg(L, 1, "reset_peak_memory_stats");
   const gs_backend *be = gs_device_backend(d);
   if (be && be->reset_peak) be->reset_peak(d.index);
   return 0;
 }
+/* Releases the cached (free but reserved) blocks of every device. */
 static int c_empty_cache(lua_State *L) {
   for (int i = 0; i < gs_cuda_device_count(); i++) {
     gs_device d = {GS_CUDA, i};
@@ -69,6 +240,39 @@ static int c_empty_cache(lua_State *L) {
   }
   return 0;
 }
+
+static void set_int(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+/* A subset of PyTorch's memory_stats() dictionary, same key names. */
+static int c_memory_stats(lua_State *L) {
+  gs_mem_stats s;
+  gs_device d = stats(L, 1, &s, "memory_stats");
+  lua_newtable(L);
+  set_int(L, "allocated_bytes.all.current", s.allocated);
+  set_int(L, "allocated_bytes.all.peak", s.max_allocated);
+  set_int(L, "reserved_bytes.all.current", s.reserved);
+  if (gs_cuda_is_simulated()) {
+    gs_sim_extra_stats x;
+    gs_sim_extra(d.index, &x);
+    set_int(L, "reserved_bytes.all.peak", x.peak_reserved);
+    set_int(L, "inactive_split_bytes.all.current", x.cached);
+    set_int(L, "allocation.all.allocated", x.n_alloc);
+    set_int(L, "allocation.all.freed", x.n_free);
+    set_int(L, "allocation.all.current", x.n_alloc - x.n_free);
+    set_int(L, "num_cache_hits", x.n_cache_hits);
+    set_int(L, "num_alloc_retries", x.n_cache_flushes);
+    set_int(L, "num_ooms", x.n_ooms);
+    set_int(L, "num_kernels", x.kernels);
+    lua_pushnumber(L, (double)x.busy_ns * 1e-9);
+    lua_setfield(L, -2, "kernel_seconds");
+  }
+  return 1;
+}
+
+/* ---- transfers ---- */
 
 static void push_count(lua_State *L, const char *name, gs_transfer_count c) {
   lua_createtable(L, 0, 2);
@@ -87,9 +291,19 @@ static int c_transfers(lua_State *L) {
 }
 static int c_reset_transfers(lua_State *L) { gs_transfers = (gs_transfer_stats){{0, 0}, {0, 0}, {0, 0}}; return 0; }
 
+static int c_getpid(lua_State *L) { lua_pushinteger(L, (lua_Integer)getpid()); return 1; }
+
+/* ---- the default device ---- */
+
+/* set_default_device(dev | nil): nil means the CPU again. 'cuda' stays
+ * unindexed (it follows torch.cuda.set_device) but must exist. */
 static int l_set_default_device(lua_State *L) {
-  gs_device d = gsL_checkdevice(L, 1);
-  if (d.type == GS_CUDA && d.index >= 0) gsL_check(L, gs_device_resolve(d, &d));
+  gs_device d = gs_cpu();
+  if (!lua_isnoneornil(L, 1)) d = gsL_checkdevice(L, 1);
+  if (d.type == GS_CUDA) {
+    gs_device r;
+    gsL_check(L, gs_device_resolve(d, &r));
+  }
   gsL_set_default_device(d);
   return 0;
 }
@@ -99,39 +313,60 @@ static int l_get_default_device(lua_State *L) {
   gsL_pushdevice(L, d);
   return 1;
 }
-static int l_set_log_device_placement(lua_State *L) { gs_log_placement = lua_toboolean(L, 1); return 0; }
+/* The default exactly as set ('cuda' unindexed stays so): for scopes that
+ * restore it. */
+static int l_default_device_raw(lua_State *L) { gsL_pushdevice(L, gsL_default_device()); return 1; }
 
-/* Internal: (re)configure simulated GPUs; only while no tensor lives on one. */
+static int l_set_log_device_placement(lua_State *L) { gs_log_placement = lua_toboolean(L, 1); return 0; }
+static int l_get_log_device_placement(lua_State *L) { lua_pushboolean(L, gs_log_placement); return 1; }
+
+/* Internal, for specs: (re)configure simulated GPUs -- n devices capped at
+ * cap bytes each (0: 16 GiB) -- only while no tensor lives on one. Returns
+ * the previous configuration (n, cap) so a spec can restore it. */
 static int l_sim_configure(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   lua_Integer cap = luaL_optinteger(L, 2, 0);
   if (n < 0 || n > 64) return luaL_error(L, "simulated GPUs: expected 0 to 64, got %d", (int)n);
+  if (cap < 0) return luaL_error(L, "simulated GPUs: the memory cap must be >= 0 bytes, got %I", cap);
   lua_gc(L, LUA_GCCOLLECT);
-  for (int i = 0; i < gs_cuda_device_count() && gs_cuda_is_simulated(); i++) {
+  lua_gc(L, LUA_GCCOLLECT); /* twice: finalizers of the first pass may free more */
+  int old_n = gs_cuda_is_simulated() ? gs_cuda_device_count() : 0;
+  for (int i = 0; i < old_n; i++) {
     gs_mem_stats s;
     gs_device d = {GS_CUDA, i};
     gs_device_backend(d)->mem_stats(i, &s);
-    if (s.allocated) return luaL_error(L, "cannot change simulated GPUs while tensors live on cuda:%d", i);
+    if (s.allocated)
+      return luaL_error(L, "cannot change simulated GPUs while tensors live on cuda:%d (%I bytes)", i,
+                        (lua_Integer)s.allocated);
   }
+  size_t old_cap = gs_sim_cap();
   gs_devices_init((int)n, (size_t)cap);
   gsL_set_default_device(gs_cpu());
-  return 0;
+  lua_pushinteger(L, old_n);
+  lua_pushinteger(L, (lua_Integer)old_cap);
+  return 2;
 }
 
 void gsL_open_device(lua_State *L) {
   static const luaL_Reg cuda[] = {
-    {"is_available", c_is_available}, {"device_count", c_device_count},
+    {"is_available", c_is_available}, {"device_count", c_device_count}, {"is_simulated", c_is_simulated},
     {"current_device", c_current_device}, {"set_device", c_set_device}, {"synchronize", c_synchronize},
+    {"get_device_name", c_get_device_name}, {"get_device_properties", c_get_device_properties},
+    {"get_device_capability", c_get_device_capability}, {"utilization", c_utilization},
     {"memory_allocated", c_memory_allocated}, {"max_memory_allocated", c_max_memory_allocated},
-    {"memory_reserved", c_memory_reserved}, {"mem_get_info", c_mem_get_info},
+    {"memory_reserved", c_memory_reserved}, {"max_memory_reserved", c_max_memory_reserved},
+    {"mem_get_info", c_mem_get_info}, {"memory_stats", c_memory_stats},
     {"reset_peak_memory_stats", c_reset_peak}, {"empty_cache", c_empty_cache},
-    {"transfers", c_transfers}, {"reset_transfers", c_reset_transfers}, {NULL, NULL}};
+    {"transfers", c_transfers}, {"reset_transfers", c_reset_transfers}, {"_getpid", c_getpid},
+    {NULL, NULL}};
   lua_newtable(L);
   luaL_setfuncs(L, cuda, 0);
   lua_setfield(L, -2, "cuda");
   static const luaL_Reg fns[] = {
     {"set_default_device", l_set_default_device}, {"get_default_device", l_get_default_device},
-    {"set_log_device_placement", l_set_log_device_placement}, {"_sim_configure", l_sim_configure},
+    {"_default_device_raw", l_default_device_raw},
+    {"set_log_device_placement", l_set_log_device_placement},
+    {"get_log_device_placement", l_get_log_device_placement}, {"_sim_configure", l_sim_configure},
     {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }
