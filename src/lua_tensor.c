@@ -152,6 +152,10 @@ static int push_field(lua_State *L, gs_tensor *t, const char *k) {
       for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
       gs_tensor *v;
       gsL_check(L, gs_permute(t, dims, &v));
+      int64_t d64[GS_MAX_DIMS];
+      for (int i = 0; i < t->ndim; i++) d64[i] = dims[i];
+      gs_status s = gs_ag_record_view("permute", t, v, d64, t->ndim);
+      if (s != GS_OK) { gs_tensor_release(v); gsL_raise(L); }
       gsL_pushtensor(L, v);
       return 1;
     }
