@@ -48,6 +48,9 @@ gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int6
   double step = n > 1 ? (end - start) / (double)(n - 1) : 0;
   int64_t half = n / 2;
   for (int64_t i = 0; i < n; i++) p[i] = i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
+  /* one step is `start` (PyTorch: linspace(-1, 1, 1) == [-1.]); the loop
+   * above would give `end` since half == 0 */
+  if (n == 1) p[0] = start;
   gs_status s = gs_to(h, dev, dt, &r);
   gs_tensor_release(h);
   if (s == GS_OK) *out = r;

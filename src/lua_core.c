@@ -2,6 +2,8 @@
  * pushing and checking tensors (one Lua object per tensor, so identity
  * holds: rawequal(x.grad, x.grad)), dtype, device and Size objects, sizes
  * and dims from arguments, and telling the collector about tensor memory. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gs_alloc_host.h"
@@ -349,7 +351,19 @@ bool gsL_optfield(lua_State *L, int idx, const char *name) {
 
 /* ---- registration ---- */
 
+/* Stock lua5.4 dlclose()s C modules when the state closes. OpenMP and
+ * OpenBLAS worker threads started by this library are still parked in
+ * their (then unmapped) code at that point and crash the process on exit
+ * (seen as a flaky "Segmentation fault" after busted's last line). Pin the
+ * module, and with it its dependencies, for the life of the process. */
+static void pin_module(void) {
+  Dl_info info;
+  if (dladdr((void *)pin_module, &info) && info.dli_fname)
+    (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 void gsL_open_core(lua_State *L) {
+  pin_module();
   lua_newtable(L);
   lua_newtable(L);
   lua_pushliteral(L, "v");

@@ -60,13 +60,18 @@ static void finish(lua_State *L, gs_tensor *t, const opts *o) {
 
 /* ---- torch.tensor ---- */
 
-typedef struct { int ndim; int64_t shape[GS_MAX_DIMS]; bool any_float, any_bool, any_int; } nest_info;
+typedef struct { int ndim; int64_t shape[GS_MAX_DIMS]; bool any_float, any_bool, any_int, any_leaf; } nest_info;
 
 /* Walks a nested table once to find its shape and kind of values. */
 static void nest_scan(lua_State *L, int idx, int d, nest_info *ni, char *path, size_t plen) {
   if (lua_istable(L, idx) && !gsL_testtensor(L, idx)) {
     lua_Integer n = luaL_len(L, idx);
     if (d >= GS_MAX_DIMS) luaL_error(L, "torch.tensor: nesting deeper than %d dimensions", GS_MAX_DIMS);
+    /* a table where numbers were already found at this depth, e.g. the
+     * {2} of {1, {2}}: ragged (without this check the fill pass would
+     * index the number 1 and fail with Lua's "attempt to index") */
+    if (d == ni->ndim && ni->any_leaf)
+      luaL_error(L, "torch.tensor: expected a number at %s but got a table (ragged nesting)", plen ? path : "top level");
     if (d == ni->ndim) { ni->shape[d] = n; ni->ndim = d + 1; }
     else if (ni->shape[d] != n || d >= ni->ndim)
       luaL_error(L, "torch.tensor: expected sequence of length %d at dim %d (got %d) at %s", (int)ni->shape[d], d + 1, (int)n, plen ? path : "top level");
@@ -83,6 +88,7 @@ static void nest_scan(lua_State *L, int idx, int d, nest_info *ni, char *path, s
     if (d < ni->ndim) luaL_error(L, "torch.tensor: expected a sequence at %s but got a %s (ragged nesting)", path, luaL_typename(L, idx));
     luaL_error(L, "torch.tensor: ragged nesting at %s", path);
   }
+  ni->any_leaf = true;
   if (lua_isinteger(L, idx)) ni->any_int = true;
   else if (lua_type(L, idx) == LUA_TNUMBER) ni->any_float = true;
   else if (lua_isboolean(L, idx)) ni->any_bool = true;
@@ -230,6 +236,27 @@ static int l_arange(lua_State *L) {
   double a = last == 1 ? 0 : lua_tonumber(L, 1), b = lua_tonumber(L, last == 1 ? 1 : 2), step = last == 3 ? lua_tonumber(L, 3) : 1;
   gs_dtype dt = o.has_dtype ? o.dtype : any_float ? GS_FLOAT32 : GS_INT64;
   gs_tensor *t;
+  if (!any_float && dt == GS_INT64 && (fabs(a) > 0x1p53 || fabs(b) > 0x1p53 || fabs(step) > 0x1p53)) {
+    /* integers beyond 2^53 are not exact as doubles: count in int64 from 0
+     * (exact), then scale and shift with int64 arithmetic */
+    lua_Integer ia = last == 1 ? 0 : lua_tointeger(L, 1), ib = lua_tointeger(L, last == 1 ? 1 : 2),
+                is = last == 3 ? lua_tointeger(L, 3) : 1;
+    if (is == 0) return luaL_error(L, "arange: step must be nonzero");
+    if ((is > 0 && ib < ia) || (is < 0 && ib > ia))
+      return luaL_error(L, "arange: upper bound and larger bound inconsistent with step sign");
+    uint64_t span = is > 0 ? (uint64_t)ib - (uint64_t)ia : (uint64_t)ia - (uint64_t)ib;
+    uint64_t st = is > 0 ? (uint64_t)is : 0 - (uint64_t)is, n = span / st + (span % st != 0);
+    gs_tensor *k, *ks;
+    gsL_check(L, gs_arange(o.device, GS_INT64, 0, (double)n, 1, &k));
+    gs_status s = gs_binary_scalar(GS_B_MUL, k, gs_scalar_i(is), false, &ks);
+    gs_tensor_release(k);
+    gsL_check(L, s);
+    s = gs_binary_scalar(GS_B_ADD, ks, gs_scalar_i(ia), false, &t);
+    gs_tensor_release(ks);
+    gsL_check(L, s);
+    finish(L, t, &o);
+    return 1;
+  }
   gsL_check(L, gs_arange(o.device, dt, a, b, step, &t));
   finish(L, t, &o);
   return 1;

@@ -1,0 +1,290 @@
+-- spec/support/helpers.lua: assertions and float64 reference helpers shared
+-- by the tensor specs. Loaded with `local H = require("helpers")`
+-- (tools/run_specs.sh puts spec/support/ on LUA_PATH).
+--
+-- References are computed here in plain Lua doubles (or rounded to float32
+-- with string.pack), never taken from the engine under test.
+local torch = require("torch")
+local assert = require("luassert")
+
+local H = {}
+
+-- ---------------------------------------------------------------- numbers
+
+H.inf = math.huge
+H.nan = 0 / 0
+
+function H.isnan(v) return v ~= v end
+
+-- Rounds a Lua double to the nearest float32 (IEEE round-to-nearest-even),
+-- as C's (float) cast does.
+function H.f32(v)
+  if v ~= v or v == math.huge or v == -math.huge then return v end
+  return (string.unpack("f", string.pack("f", v)))
+end
+
+-- Applies H.f32 to every number of a nested list.
+function H.f32_list(t) return H.map(t, H.f32) end
+
+-- Python/PyTorch floor division and modulo on doubles and integers
+-- (result takes the divisor's sign). Lua's // and % already follow
+-- these rules, which is what the references rely on.
+H.floordiv = function(a, b) return a // b end
+H.mod = function(a, b) return a % b end
+
+-- ---------------------------------------------------------------- lists
+
+-- Maps f over every leaf of a nested list (a leaf is a non-table).
+function H.map(t, f)
+  if type(t) ~= "table" then return f(t) end
+  local r = {}
+  for i = 1, #t do r[i] = H.map(t[i], f) end
+  return r
+end
+
+-- Maps f over the leaves of two nested lists of the same shape.
+function H.map2(a, b, f)
+  if type(a) ~= "table" then return f(a, b) end
+  local r = {}
+  for i = 1, #a do r[i] = H.map2(a[i], b[i], f) end
+  return r
+end
+
+-- The leaves of a nested list in row-major order.
+function H.flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t; return out end
+  for i = 1, #t do H.flat(t[i], out) end
+  return out
+end
+
+-- 1..n as a list (Lua integers), or a..b.
+function H.range(a, b, step)
+  if b == nil then a, b = 1, a end
+  local r = {}
+  for v = a, b, step or 1 do r[#r + 1] = v end
+  return r
+end
+
+-- A deterministic pseudo-random nested list of doubles in [-1, 1) with the
+-- given shape (independent of torch's generator), e.g. H.data({2, 3}, 7).
+-- Values are exact float32 numbers (multiples of 2^-10) so float32 and
+-- float64 tensors built from them hold the same numbers.
+function H.data(shape, seed)
+  local state = seed or 1
+  local function nxt()
+    state = (state * 1103515245 + 12345) % 2147483648
+    return (state >> 8) % 2048 / 1024.0 - 1.0
+  end
+  local function build(d)
+    if d > #shape then return nxt() end
+    local r = {}
+    for i = 1, shape[d] do r[i] = build(d + 1) end
+    return r
+  end
+  return build(1)
+end
+
+-- The same with integers in [lo, hi].
+function H.idata(shape, seed, lo, hi)
+  lo, hi = lo or -9, hi or 9
+  local state = seed or 1
+  local function nxt()
+    state = (state * 1103515245 + 12345) % 2147483648
+    return lo + (state >> 8) % (hi - lo + 1)
+  end
+  local function build(d)
+    if d > #shape then return nxt() end
+    local r = {}
+    for i = 1, shape[d] do r[i] = build(d + 1) end
+    return r
+  end
+  return build(1)
+end
+
+-- ---------------------------------------------------------------- tensors
+
+-- A tensor's shape as a plain Lua list.
+function H.shape(t)
+  local s, r = t:size(), {}
+  for i = 1, #s do r[i] = s[i] end
+  return r
+end
+
+-- "float32", "int64", ...
+function H.dtype(t) return t.dtype.name end
+
+-- Everything about a tensor that a failed call must leave as it was.
+function H.snapshot(t)
+  return {
+    shape = H.shape(t), dtype = H.dtype(t), values = t:tolist(),
+    stride = t:stride(), offset = t:storage_offset(), contiguous = t:is_contiguous(),
+  }
+end
+
+-- Asserts that t still matches a snapshot taken before (NaN == NaN).
+function H.assert_unchanged(t, snap)
+  local now = H.snapshot(t)
+  assert.are.same(snap.shape, now.shape)
+  assert.are.equal(snap.dtype, now.dtype)
+  assert.are.same(snap.stride, now.stride)
+  assert.are.equal(snap.offset, now.offset)
+  H.assert_list_equal(now.values, snap.values)
+end
+
+-- ---------------------------------------------------------------- asserts
+
+local function path_str(path)
+  if #path == 0 then return "" end
+  return " at [" .. table.concat(path, "][") .. "]"
+end
+
+local function fmt(v)
+  if type(v) == "number" then
+    if math.type(v) == "integer" then return tostring(v) end
+    return string.format("%.17g", v)
+  end
+  return tostring(v)
+end
+
+-- Compares nested lists leaf by leaf. cmp(actual, expected) -> ok.
+local function compare(actual, expected, cmp, path, what)
+  if type(expected) == "table" then
+    if type(actual) ~= "table" then
+      error(string.format("%s: expected a list%s, got %s", what, path_str(path), fmt(actual)), 0)
+    end
+    if #actual ~= #expected then
+      error(string.format("%s: expected length %d%s, got %d", what, #expected, path_str(path), #actual), 0)
+    end
+    for i = 1, #expected do
+      path[#path + 1] = i
+      compare(actual[i], expected[i], cmp, path, what)
+      path[#path] = nil
+    end
+    return
+  end
+  if not cmp(actual, expected) then
+    error(string.format("%s: expected %s%s, got %s", what, fmt(expected), path_str(path), fmt(actual)), 0)
+  end
+end
+
+-- Exact equality of nested lists; integers must stay integers, floats
+-- floats (math.type), NaN equals NaN.
+function H.assert_list_equal(actual, expected, msg)
+  compare(actual, expected, function(a, e)
+    if type(e) == "number" then
+      if type(a) ~= "number" then return false end
+      if math.type(a) ~= math.type(e) then return false end
+      if e ~= e then return a ~= a end
+      return a == e
+    end
+    return a == e
+  end, {}, msg or "values differ")
+end
+
+-- Approximate equality: |a - e| <= atol + rtol * |e| (NaN matches NaN,
+-- infinities must match exactly). Defaults suit float32 results.
+function H.assert_close(actual, expected, rtol, atol, msg)
+  rtol = rtol or 1e-5
+  atol = atol or 1e-6
+  compare(actual, expected, function(a, e)
+    if type(a) ~= "number" or type(e) ~= "number" then return a == e end
+    if e ~= e then return a ~= a end
+    if e == math.huge or e == -math.huge then return a == e end
+    return math.abs(a - e) <= atol + rtol * math.abs(e)
+  end, {}, msg or "values not close")
+end
+
+-- Checks a tensor: its dtype name, its shape and its values (exact, or
+-- within rtol/atol when given).
+function H.check(t, dtype, shape, values, rtol, atol)
+  assert(torch.is_tensor(t), "expected a tensor, got " .. type(t))
+  assert.are.equal(dtype, H.dtype(t))
+  assert.are.same(shape, H.shape(t))
+  if values ~= nil then
+    if rtol then H.assert_close(t:tolist(), values, rtol, atol)
+    else H.assert_list_equal(t:tolist(), values) end
+  end
+end
+
+-- Calls fn, expects a Lua error whose message contains every string in
+-- `needles` (a string or a list; plain text, not patterns). Returns the
+-- message.
+function H.errors(fn, needles)
+  local ok, err = pcall(fn)
+  if ok then error("expected an error" .. (needles and (" mentioning '" .. tostring(type(needles) == "table" and needles[1] or needles) .. "'") or "") .. ", but the call succeeded", 2) end
+  err = tostring(err)
+  if type(needles) == "string" then needles = {needles} end
+  for _, n in ipairs(needles or {}) do
+    if not err:find(n, 1, true) then
+      error(string.format("error message %q does not mention %q", err, n), 2)
+    end
+  end
+  return err
+end
+
+-- Registers `it(name, fn)`, or a pending case when name is a key of
+-- `known` (a table of known bugs: name -> explanation). Used for bugs in
+-- files this suite's author may not fix; remove the entry once fixed.
+function H.it_unless(known)
+  return function(name, fn)
+    if known[name] then
+      pending(name .. " -- KNOWN BUG: " .. known[name])
+    else
+      it(name, fn)
+    end
+  end
+end
+
+-- ---------------------------------------------------------------- refs
+
+-- Matrix product of nested lists in doubles: a [m][k] x b [k][n].
+function H.ref_mm(a, b)
+  local m, k, n = #a, #b, #b[1]
+  local c = {}
+  for i = 1, m do
+    c[i] = {}
+    for j = 1, n do
+      local s = 0.0
+      for p = 1, k do s = s + a[i][p] * b[p][j] end
+      c[i][j] = s
+    end
+  end
+  return c
+end
+
+-- Integer matrix product with int64 wrap-around (Lua integers wrap).
+function H.ref_mm_int(a, b)
+  local m, k, n = #a, #b, #b[1]
+  local c = {}
+  for i = 1, m do
+    c[i] = {}
+    for j = 1, n do
+      local s = 0
+      for p = 1, k do s = s + a[i][p] * b[p][j] end
+      c[i][j] = s
+    end
+  end
+  return c
+end
+
+-- Transpose of a 2-d nested list.
+function H.ref_t(a)
+  local r = {}
+  for j = 1, #a[1] do
+    r[j] = {}
+    for i = 1, #a do r[j][i] = a[i][j] end
+  end
+  return r
+end
+
+-- Resident set size of this process in KiB (Linux), or nil.
+function H.rss_kib()
+  local f = io.open("/proc/self/status", "r")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s*(%d+)"))
+end
+
+return H
