@@ -1,0 +1,27 @@
+-- torch.nn: modules, layers, losses, DataParallel. See docs/nn.md.
+local base = require("torch.nn.module")
+local layers = require("torch.nn.layers")
+local loss = require("torch.nn.loss")
+local parallel = require("torch.nn.parallel")
+
+local nn = {}
+
+nn.Module = base.Module
+nn.Parameter = base.Parameter
+nn.OrderedDict = base.OrderedDict
+nn.is_module = base.is_module
+nn.is_parameter = base.is_parameter
+nn.init = require("torch.nn.initializers")
+
+for _, mod in ipairs({ layers, loss }) do
+  for k, v in pairs(mod) do nn[k] = v end
+end
+nn.DataParallel = parallel.DataParallel
+nn.parallel = {
+  DataParallel = parallel.DataParallel,
+  scatter = parallel.scatter,
+  gather = parallel.gather,
+  replicate = parallel.replicate,
+}
+
+return nn

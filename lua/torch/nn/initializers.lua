@@ -1,0 +1,92 @@
+-- torch.nn.initializers, reachable as nn.init: PyTorch's torch.nn.init
+-- functions. Each fills its tensor in place (outside autograd) and
+-- returns it. Dims and fans follow PyTorch: for a weight [out, in, ...],
+-- fan_in = in * receptive field, fan_out = out * receptive field.
+local torch = require("torch")
+
+local I = {}
+
+local function data(t)
+  if not torch.is_tensor(t) then error("nn.init: expected a tensor, got " .. type(t), 3) end
+  return t.data
+end
+
+function I._calculate_fan_in_and_fan_out(t)
+  local s = t.shape
+  if #s < 2 then
+    error("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions", 2)
+  end
+  local receptive = 1
+  for i = 3, #s do receptive = receptive * s[i] end
+  return s[2] * receptive, s[1] * receptive
+end
+
+-- calculate_gain(nonlinearity[, param]), PyTorch's table.
+function I.calculate_gain(nonlinearity, param)
+  local linear = { linear = true, conv1d = true, conv2d = true, conv3d = true, conv_transpose1d = true,
+    conv_transpose2d = true, conv_transpose3d = true, sigmoid = true }
+  if linear[nonlinearity] then return 1 end
+  if nonlinearity == "tanh" then return 5.0 / 3 end
+  if nonlinearity == "relu" then return math.sqrt(2.0) end
+  if nonlinearity == "leaky_relu" then
+    local slope = param == nil and 0.01 or param
+    if type(slope) ~= "number" then error("negative_slope " .. tostring(slope) .. " not a valid number", 2) end
+    return math.sqrt(2.0 / (1 + slope * slope))
+  end
+  if nonlinearity == "selu" then return 3.0 / 4 end
+  error("Unsupported nonlinearity " .. tostring(nonlinearity), 2)
+end
+
+function I.uniform_(t, a, b)
+  data(t):uniform_(a or 0.0, b or 1.0)
+  return t
+end
+
+function I.normal_(t, mean, std)
+  data(t):normal_(mean or 0.0, std or 1.0)
+  return t
+end
+
+function I.constant_(t, v)
+  data(t):fill_(v)
+  return t
+end
+
+function I.zeros_(t) return I.constant_(t, 0) end
+function I.ones_(t) return I.constant_(t, 1) end
+
+local function fan(t, mode)
+  local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
+  mode = mode or "fan_in"
+  if mode == "fan_in" then return fan_in elseif mode == "fan_out" then return fan_out end
+  error("Mode " .. tostring(mode) .. " not supported, please use one of fan_in, fan_out", 3)
+end
+
+-- kaiming_uniform_(t[, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}])
+function I.kaiming_uniform_(t, opts)
+  opts = opts or {}
+  local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
+  local std = gain / math.sqrt(fan(t, opts.mode))
+  local bound = math.sqrt(3.0) * std
+  return I.uniform_(t, -bound, bound)
+end
+
+function I.kaiming_normal_(t, opts)
+  opts = opts or {}
+  local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
+  return I.normal_(t, 0, gain / math.sqrt(fan(t, opts.mode)))
+end
+
+function I.xavier_uniform_(t, gain)
+  local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
+  local std = (gain or 1.0) * math.sqrt(2.0 / (fan_in + fan_out))
+  local a = math.sqrt(3.0) * std
+  return I.uniform_(t, -a, a)
+end
+
+function I.xavier_normal_(t, gain)
+  local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
+  return I.normal_(t, 0, (gain or 1.0) * math.sqrt(2.0 / (fan_in + fan_out)))
+end
+
+return I

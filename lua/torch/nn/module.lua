@@ -1,0 +1,720 @@
+-- torch.nn.module: nn.Module (the base of every layer and user model),
+-- nn.Parameter and the ordered containers they use.
+--
+-- A module is a Lua table whose metatable is its class. Assigning a
+-- Parameter or a Module to a field registers it, in the order of
+-- assignment, as PyTorch's Module.__setattr__ does; everything else is a
+-- plain attribute. Registered things live in ordered maps (_parameters,
+-- _buffers, _modules) and plain attributes in _attrs, so every assignment
+-- goes through __newindex and a field can change kind later.
+local torch = require("torch")
+
+local M = {}
+
+-- ------------------------------------------------------------- helpers
+
+local function is_tensor(v) return torch.is_tensor(v) end
+
+-- Tensors marked by nn.Parameter. Keys are the tensor objects (the binding
+-- keeps one Lua object per engine tensor), weak so parameters can die.
+local param_set = setmetatable({}, { __mode = "k" })
+
+local function is_parameter(v)
+  if not is_tensor(v) then return false end
+  if param_set[v] then return true end
+  return torch._is_parameter ~= nil and torch._is_parameter(v) == true
+end
+M.is_parameter = is_parameter
+
+-- Python's repr of a number: integers as such, floats in the shortest form
+-- that reads back to the same double, always with a '.' or an exponent.
+local function py_number(v)
+  if math.type(v) == "integer" then return tostring(v) end
+  if v ~= v then return "nan" end
+  if v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
+  local s
+  for prec = 1, 17 do
+    s = string.format("%." .. prec .. "g", v)
+    if tonumber(s) == v then break end
+  end
+  if s:find("e") then
+    -- Python writes 1e-05, 1e+20: at least two exponent digits
+    local mant, sign, exp = s:match("^(.-)e([%+%-])0*(%d+)$")
+    if #exp < 2 then exp = "0" .. exp end
+    s = mant .. "e" .. sign .. exp
+    -- Python uses scientific notation only below 1e-4 or from 1e16
+  elseif not s:find("%.") and not s:find("n") then
+    s = s .. ".0"
+  end
+  local a = math.abs(v)
+  if a ~= 0 and (a < 1e-4 or a >= 1e16) then return s end
+  if s:find("e") then -- %g chose an exponent where Python would not
+    s = string.format("%.17f", v):gsub("0+$", "")
+    if s:sub(-1) == "." then s = s .. "0" end
+  end
+  return s
+end
+M.py_number = py_number
+
+local function py_bool(b) return b and "True" or "False" end
+M.py_bool = py_bool
+
+-- Python's repr of a value inside an extra_repr.
+local function py_repr(v)
+  if type(v) == "number" then return py_number(v) end
+  if type(v) == "boolean" then return py_bool(v) end
+  if v == nil then return "None" end
+  if type(v) == "string" then return "'" .. v .. "'" end
+  return tostring(v)
+end
+M.py_repr = py_repr
+
+-- Runs fn without recording gradients when the engine has autograd.
+local function no_grad(fn, ...)
+  if torch.no_grad then return torch.no_grad(fn, ...) end
+  return fn(...)
+end
+M.no_grad = no_grad
+
+-- -------------------------------------------------------- ordered maps
+
+-- Internal ordered map: keys (a list) and vals (key -> value).
+local OMap = {}
+OMap.__index = OMap
+function OMap.new() return setmetatable({ keys = {}, vals = {} }, OMap) end
+function OMap:get(k) return self.vals[k] end
+function OMap:has(k) return self.vals[k] ~= nil end
+function OMap:set(k, v)
+  if v == nil then return self:remove(k) end
+  if self.vals[k] == nil then self.keys[#self.keys + 1] = k end
+  self.vals[k] = v
+end
+function OMap:remove(k)
+  if self.vals[k] == nil then return end
+  self.vals[k] = nil
+  for i, key in ipairs(self.keys) do
+    if key == k then table.remove(self.keys, i); break end
+  end
+end
+function OMap:count() return #self.keys end
+-- for k, v in m:items() do
+function OMap:items()
+  local i = 0
+  return function()
+    i = i + 1
+    local k = self.keys[i]
+    if k ~= nil then return k, self.vals[k] end
+  end
+end
+M.OMap = OMap
+
+-- nn.OrderedDict: what state_dict() returns. A table of key -> value
+-- (sd["fc.weight"]) that remembers insertion order: pairs(sd) goes in
+-- that order, sd.__keys is the list of keys, #sd the count, and tostring
+-- prints like Python's OrderedDict.
+local function od_keys(t)
+  local mt = getmetatable(t)
+  local r = {}
+  for _, k in ipairs(mt.__order) do
+    if rawget(t, k) ~= nil then r[#r + 1] = k end
+  end
+  return r
+end
+
+local function OrderedDict(init_pairs)
+  local order, seen = {}, {}
+  local mt = { __name = "OrderedDict", __order = order }
+  mt.__index = function(t, k) if k == "__keys" then return od_keys(t) end end
+  mt.__newindex = function(t, k, v)
+    if v ~= nil and not seen[k] then seen[k] = true; order[#order + 1] = k end
+    rawset(t, k, v)
+  end
+  mt.__pairs = function(t)
+    local keys, i = od_keys(t), 0
+    return function()
+      i = i + 1
+      local k = keys[i]
+      if k ~= nil then return k, rawget(t, k) end
+    end, t, nil
+  end
+  mt.__len = function(t) return #od_keys(t) end
+  mt.__tostring = function(t)
+    local parts = {}
+    for _, k in ipairs(od_keys(t)) do
+      parts[#parts + 1] = "(" .. py_repr(k) .. ", " .. tostring(rawget(t, k)) .. ")"
+    end
+    return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
+  end
+  local d = setmetatable({}, mt)
+  for _, kv in ipairs(init_pairs or {}) do d[kv[1]] = kv[2] end
+  return d
+end
+M.OrderedDict = OrderedDict
+
+-- A list of {name, value} pairs that a generic for can also walk directly:
+--   for name, p in net:named_parameters() do ... end
+--   local first = net:named_parameters()[1]   -- {"fc.weight", p}
+local function named_list(list)
+  local pos = {}
+  for i, kv in ipairs(list) do pos[kv[1]] = i end
+  return setmetatable(list, {
+    __name = "named list",
+    __call = function(self, _, prev)
+      local i = prev == nil and 1 or (pos[prev] or #self) + 1
+      local kv = self[i]
+      if kv then return kv[1], kv[2] end
+    end,
+  })
+end
+M.named_list = named_list
+
+-- ------------------------------------------------------------ Parameter
+
+-- nn.Parameter(t[, requires_grad]): marks t as a parameter (printed as
+-- "Parameter containing:") that requires grad, and returns it. The tensor
+-- object itself is marked (no copy): assign it to a module field to
+-- register it. requires_grad may be a boolean or {requires_grad = b}.
+function M.Parameter(t, requires_grad)
+  if t == nil then t = torch.empty(0) end
+  if not is_tensor(t) then
+    error("nn.Parameter: expected a tensor, got " .. type(t), 2)
+  end
+  if type(requires_grad) == "table" then requires_grad = requires_grad.requires_grad end
+  if t.grad_fn ~= nil and t.detach then t = t:detach() end -- a leaf, like PyTorch
+  if torch._make_parameter then
+    local r = torch._make_parameter(t, requires_grad ~= false)
+    if is_tensor(r) then t = r end
+  end
+  param_set[t] = true
+  t.requires_grad = requires_grad ~= false
+  return t
+end
+
+-- --------------------------------------------------------------- Module
+
+local Module = {}
+M.Module = Module
+
+-- The metamethods a class passes on to the classes that extend it (a
+-- class is its instances' metatable, and Lua reads metamethods raw).
+local METAMETHODS = {
+  "__index", "__newindex", "__call", "__tostring", "__len", "__close",
+  "__concat", "__eq", "__lt", "__le", "__unm", "__add", "__sub", "__mul",
+  "__div", "__mod", "__pow", "__idiv", "__pairs",
+}
+
+local function is_module(v)
+  if type(v) ~= "table" or rawget(v, "_modules") == nil then return false end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__is_module == true
+end
+M.is_module = is_module
+
+local function type_name(v)
+  if is_tensor(v) then
+    local names = {
+      float32 = "torch.FloatTensor", float64 = "torch.DoubleTensor", float16 = "torch.HalfTensor",
+      bfloat16 = "torch.BFloat16Tensor", int64 = "torch.LongTensor", int32 = "torch.IntTensor",
+      int16 = "torch.ShortTensor", int8 = "torch.CharTensor", uint8 = "torch.ByteTensor", bool = "torch.BoolTensor",
+    }
+    local n = names[v.dtype.name] or "torch.Tensor"
+    if v.is_cuda then n = n:gsub("^torch%.", "torch.cuda.") end
+    return n
+  end
+  if is_module(v) then return v:_get_name() end
+  if math.type(v) == "integer" then return "int" end
+  if type(v) == "number" then return "float" end
+  return type(v)
+end
+
+-- Class objects: calling one constructs an instance.
+local ClassMeta = {}
+
+local function construct(cls, ...)
+  local self = setmetatable({}, cls)
+  rawset(self, "_parameters", OMap.new())
+  rawset(self, "_buffers", OMap.new())
+  rawset(self, "_non_persistent", {})
+  rawset(self, "_modules", OMap.new())
+  rawset(self, "_attrs", { training = true })
+  self:init(...)
+  return self
+end
+
+local function make_class(parent, name)
+  local cls = {}
+  if parent then
+    for _, mm in ipairs(METAMETHODS) do
+      local f = rawget(parent, mm)
+      if f ~= nil then cls[mm] = f end
+    end
+  end
+  cls.__name = name
+  cls.super = parent
+  cls.__class = cls
+  return setmetatable(cls, {
+    __index = parent,
+    __call = construct,
+    __tostring = function() return "<class '" .. name .. "'>" end,
+    __name = "nn.Module class",
+  })
+end
+
+-- local Model = nn.Module:extend("Model"): a new class deriving from this
+-- one. Define Model:init(...) (the constructor, called by Model(...)) and
+-- Model:forward(...). Any layer can be extended the same way:
+-- nn.Linear:extend("MyLinear"), calling nn.Linear.init(self, ...) inside.
+function Module:extend(name)
+  if type(self) ~= "table" or rawget(self, "_modules") ~= nil then
+    error("extend: call it on a class, as nn.Module:extend(\"Name\")", 2)
+  end
+  if name ~= nil and type(name) ~= "string" then
+    error("extend: expected a class name (string), got " .. type(name), 2)
+  end
+  return make_class(self, name or "Module")
+end
+
+-- Instance field lookup: parameters, buffers, children, attributes, then
+-- the class. Sequential-like classes answer integer keys with __getitem.
+function Module.__index(self, k)
+  local v = self._parameters.vals[k]
+  if v ~= nil then return v end
+  v = self._buffers.vals[k]
+  if v ~= nil then return v end
+  v = self._modules.vals[k]
+  if v ~= nil then return v end
+  v = self._attrs[k]
+  if v ~= nil then return v end
+  local cls = getmetatable(self)
+  if type(k) == "number" then
+    local gi = cls.__getitem
+    if gi then return gi(self, k) end
+    return nil
+  end
+  return cls[k]
+end
+
+local function unregister(self, k, keep)
+  if keep ~= "p" then self._parameters:remove(k) end
+  if keep ~= "b" then self._buffers:remove(k); self._non_persistent[k] = nil end
+  if keep ~= "m" then self._modules:remove(k) end
+  if keep ~= "a" then self._attrs[k] = nil end
+end
+
+-- Assignment: a Parameter registers a parameter, a Module a child (in the
+-- order of first assignment); a field that holds a parameter/buffer/child
+-- only takes the same kind (or nil, which removes it).
+function Module.__newindex(self, k, v)
+  if type(k) == "number" then
+    local si = getmetatable(self).__setitem
+    if si then return si(self, k, v) end
+    error("cannot assign to index " .. k .. " of a " .. self:_get_name(), 2)
+  end
+  if type(k) ~= "string" then error("module attribute names must be strings, got " .. type(k), 2) end
+  if is_parameter(v) then
+    unregister(self, k, "p")
+    self._parameters:set(k, v)
+  elseif is_module(v) then
+    unregister(self, k, "m")
+    self._modules:set(k, v)
+  elseif self._parameters:has(k) then
+    if v ~= nil then
+      error(string.format("cannot assign '%s' as parameter '%s' (torch.nn.Parameter or nil expected)",
+        type_name(v), k), 2)
+    end
+    self._parameters:remove(k)
+  elseif self._modules:has(k) then
+    if v ~= nil then
+      error(string.format("cannot assign '%s' as child module '%s' (torch.nn.Module or nil expected)",
+        type_name(v), k), 2)
+    end
+    self._modules:remove(k)
+  elseif self._buffers:has(k) then
+    if v ~= nil and not is_tensor(v) then
+      error(string.format("cannot assign '%s' as buffer '%s' (torch.Tensor or nil expected)", type_name(v), k), 2)
+    end
+    self._buffers:set(k, v)
+    if v == nil then self._non_persistent[k] = nil end
+  else
+    self._attrs[k] = v
+  end
+end
+
+function Module.__call(self, ...) return self:forward(...) end
+
+function Module:init() end
+
+function Module:forward()
+  error("Module [" .. self:_get_name() .. "] is missing the required \"forward\" function", 2)
+end
+
+function Module:_get_name() return getmetatable(self).__name end
+
+-- One line (or several, separated by \n) shown inside the parentheses.
+function Module:extra_repr() return "" end
+
+local function add_indent(s, n)
+  local lines = {}
+  for line in (s .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+  if #lines == 1 then return s end
+  local pad = string.rep(" ", n)
+  for i = 2, #lines do lines[i] = pad .. lines[i] end
+  return table.concat(lines, "\n")
+end
+
+-- PyTorch's Module.__repr__, character for character.
+function Module.__tostring(self)
+  local extra_lines = {}
+  local extra = self:extra_repr()
+  if extra and extra ~= "" then
+    for line in (extra .. "\n"):gmatch("(.-)\n") do extra_lines[#extra_lines + 1] = line end
+  end
+  local child_lines = {}
+  for key, m in self._modules:items() do
+    child_lines[#child_lines + 1] = "(" .. tostring(key) .. "): " .. add_indent(tostring(m), 2)
+  end
+  local lines = {}
+  for _, l in ipairs(extra_lines) do lines[#lines + 1] = l end
+  for _, l in ipairs(child_lines) do lines[#lines + 1] = l end
+  local s = self:_get_name() .. "("
+  if #lines > 0 then
+    if #extra_lines == 1 and #child_lines == 0 then
+      s = s .. extra_lines[1]
+    else
+      s = s .. "\n  " .. table.concat(lines, "\n  ") .. "\n"
+    end
+  end
+  return s .. ")"
+end
+
+-- ---------------------------------------------------------- registration
+
+function Module:register_parameter(name, p)
+  if type(name) ~= "string" or name == "" or name:find("%.") then
+    error("parameter name must be a non-empty string without '.', got " .. tostring(name), 2)
+  end
+  if p ~= nil and not is_parameter(p) then
+    error(string.format("cannot assign '%s' object to parameter '%s' (torch.nn.Parameter or nil required)",
+      type_name(p), name), 2)
+  end
+  unregister(self, name, "p")
+  self._parameters:set(name, p)
+end
+
+-- A tensor that is part of the module's state (state_dict, to()) but not
+-- a parameter. persistent = false keeps it out of state_dict.
+function Module:register_buffer(name, t, persistent)
+  if type(name) ~= "string" or name == "" or name:find("%.") then
+    error("buffer name must be a non-empty string without '.', got " .. tostring(name), 2)
+  end
+  if t ~= nil and not is_tensor(t) then
+    error(string.format("cannot assign '%s' object to buffer '%s' (torch Tensor or nil required)", type_name(t), name), 2)
+  end
+  unregister(self, name, "b")
+  self._buffers:set(name, t)
+  self._non_persistent[name] = (persistent == false) or nil
+end
+
+function Module:add_module(name, m)
+  if m ~= nil and not is_module(m) then
+    error(type_name(m) .. " is not a Module subclass", 2)
+  end
+  name = tostring(name)
+  unregister(self, name, "m")
+  self._modules:set(name, m)
+end
+Module.register_module = Module.add_module
+
+-- ------------------------------------------------------------ traversal
+
+-- Every module in the tree, pre-order, each once: {name, module} pairs.
+local function collect_modules(self, prefix, memo, out)
+  if memo[self] then return out end
+  memo[self] = true
+  out[#out + 1] = { prefix, self }
+  for name, m in self._modules:items() do
+    collect_modules(m, prefix == "" and name or (prefix .. "." .. name), memo, out)
+  end
+  return out
+end
+
+function Module:named_modules(prefix)
+  return named_list(collect_modules(self, prefix or "", {}, {}))
+end
+
+function Module:modules()
+  local r = {}
+  for _, kv in ipairs(collect_modules(self, "", {}, {})) do r[#r + 1] = kv[2] end
+  return r
+end
+
+function Module:named_children()
+  local r, memo = {}, {}
+  for name, m in self._modules:items() do
+    if not memo[m] then memo[m] = true; r[#r + 1] = { name, m } end
+  end
+  return named_list(r)
+end
+
+function Module:children()
+  local r = {}
+  for _, kv in ipairs(self:named_children()) do r[#r + 1] = kv[2] end
+  return r
+end
+
+-- Parameters (or buffers) of every module, PyTorch's order: each module's
+-- own (in registration order) before its children's, each tensor once.
+local function named_members(self, field, recurse, prefix)
+  local r, memo = {}, {}
+  local mods = recurse == false and { { prefix or "", self } } or collect_modules(self, prefix or "", {}, {})
+  for _, kv in ipairs(mods) do
+    local mprefix, m = kv[1], kv[2]
+    for name, t in m[field]:items() do
+      if not memo[t] then
+        memo[t] = true
+        r[#r + 1] = { mprefix == "" and name or (mprefix .. "." .. name), t }
+      end
+    end
+  end
+  return r
+end
+
+-- net:named_parameters(): a list of {name, parameter} pairs in PyTorch's
+-- order, also usable directly in a generic for:
+--   for name, p in net:named_parameters() do print(name, p:size()) end
+function Module:named_parameters(opts)
+  opts = opts or {}
+  return named_list(named_members(self, "_parameters", opts.recurse, opts.prefix))
+end
+
+-- net:parameters(): a Lua list of the parameter tensors.
+function Module:parameters(recurse)
+  local r = {}
+  for _, kv in ipairs(named_members(self, "_parameters", recurse)) do r[#r + 1] = kv[2] end
+  return r
+end
+
+function Module:named_buffers(opts)
+  opts = opts or {}
+  return named_list(named_members(self, "_buffers", opts.recurse, opts.prefix))
+end
+
+function Module:buffers(recurse)
+  local r = {}
+  for _, kv in ipairs(named_members(self, "_buffers", recurse)) do r[#r + 1] = kv[2] end
+  return r
+end
+
+-- fn(module) on every child (recursively) then on self; returns self.
+function Module:apply(fn)
+  for _, m in ipairs(self:children()) do m:apply(fn) end
+  fn(self)
+  return self
+end
+
+-- ----------------------------------------------------------------- modes
+
+function Module:train(mode)
+  if mode == nil then mode = true end
+  if type(mode) ~= "boolean" then error("training mode is expected to be boolean", 2) end
+  self._attrs.training = mode
+  for _, m in ipairs(self:children()) do m:train(mode) end
+  return self
+end
+
+function Module:eval() return self:train(false) end
+
+function Module:requires_grad_(on)
+  if on == nil then on = true end
+  for _, p in ipairs(self:parameters()) do p.requires_grad = on end
+  return self
+end
+
+-- Forgets the gradients (sets .grad to nil, PyTorch 2's default), or
+-- zeroes them in place with {set_to_none = false}.
+function Module:zero_grad(opts)
+  local set_to_none = not (type(opts) == "table" and opts.set_to_none == false) and opts ~= false
+  for _, p in ipairs(self:parameters()) do
+    local g = p.grad
+    if g ~= nil then
+      if set_to_none then p.grad = nil else g:zero_() end
+    end
+  end
+end
+
+-- ------------------------------------------------------------- movement
+
+-- Applies fn to every parameter, its gradient and every buffer, in place:
+-- the tensor objects stay the same (x.data = new swaps the storage), so
+-- optimizers holding them keep working.
+function Module:_apply(fn)
+  for _, m in ipairs(self:modules()) do
+    for _, p in m._parameters:items() do
+      local d = p.data
+      local new = fn(d)
+      if not rawequal(new, d) then p.data = new end
+      local g = p.grad
+      if g ~= nil then
+        local ng = fn(g)
+        if not rawequal(ng, g) then g.data = ng end
+      end
+    end
+    for _, b in m._buffers:items() do
+      local new = fn(b)
+      if not rawequal(new, b) then b.data = new end
+    end
+  end
+  return self
+end
+
+local function mt_name(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and mt.__name or nil
+end
+
+-- to(device), to(dtype), to(device, dtype), to({device =, dtype =}).
+-- A dtype converts only floating-point tensors, as in PyTorch.
+function Module:to(a, b)
+  local device, dtype
+  local function take(v)
+    if v == nil then return end
+    local n = mt_name(v)
+    if n == "torch.dtype" then dtype = v
+    elseif n == "torch.device" or type(v) == "string" or math.type(v) == "integer" then device = v
+    elseif type(v) == "table" then
+      if v.device ~= nil then device = v.device end
+      if v.dtype ~= nil then dtype = v.dtype end
+    else
+      error("Module:to: expected a device, a dtype or {device =, dtype =}, got " .. type(v), 3)
+    end
+  end
+  take(a); take(b)
+  if device ~= nil then device = torch.device(device) end
+  if dtype ~= nil and not dtype.is_floating_point then
+    error("nn.Module.to only accepts floating point dtypes, but got desired dtype=" .. tostring(dtype), 2)
+  end
+  return self:_apply(function(t)
+    local want = (dtype ~= nil and t:is_floating_point()) and dtype or nil
+    if device ~= nil and want ~= nil then return t:to(device, want) end
+    if device ~= nil then return t:to(device) end
+    if want ~= nil then return t:to(want) end
+    return t
+  end)
+end
+
+function Module:cuda(i)
+  local dev = i == nil and torch.device("cuda", torch.cuda.current_device()) or torch.device("cuda", i)
+  return self:to(dev)
+end
+function Module:cpu() return self:to(torch.device("cpu")) end
+local function cast(dtype_name)
+  return function(self)
+    local dt = torch[dtype_name]
+    return self:_apply(function(t) return t:is_floating_point() and t:to(dt) or t end)
+  end
+end
+Module.double = cast("float64")
+Module.float = cast("float32")
+Module.half = cast("float16")
+Module.bfloat16 = cast("bfloat16")
+
+-- ----------------------------------------------------------- state dict
+
+-- The module's state as an nn.OrderedDict: parameter and persistent
+-- buffer names (fc.weight, 1.bias, module.fc.weight) to tensors detached
+-- from autograd that share storage with the module's.
+local function save_state(self, prefix, out, keep_vars)
+  for name, p in self._parameters:items() do out[#out + 1] = { prefix .. name, keep_vars and p or p.data } end
+  for name, b in self._buffers:items() do
+    if not self._non_persistent[name] then out[#out + 1] = { prefix .. name, keep_vars and b or b.data } end
+  end
+  for name, m in self._modules:items() do save_state(m, prefix .. name .. ".", out, keep_vars) end
+end
+
+function Module:state_dict(opts)
+  opts = opts or {}
+  local out = {}
+  save_state(self, opts.prefix or "", out, opts.keep_vars)
+  return OrderedDict(out)
+end
+
+local function size_str(t)
+  return tostring(t.shape)
+end
+
+local function same_shape(a, b)
+  local sa, sb = a.shape, b.shape
+  if #sa ~= #sb then return false end
+  for i = 1, #sa do if sa[i] ~= sb[i] then return false end end
+  return true
+end
+
+-- Copies sd's tensors into the module's parameters and buffers, in place.
+-- Strict (the default): missing keys, unexpected keys and shape mismatches
+-- are an error naming them all, and nothing is copied. {strict = false}
+-- copies what matches and returns {missing_keys =, unexpected_keys =}
+-- (shape mismatches are still an error, as in PyTorch).
+function Module:load_state_dict(sd, opts)
+  if type(sd) ~= "table" then
+    error("Expected state_dict to be a table of names to tensors, got " .. type(sd), 2)
+  end
+  local strict = not (opts == false or (type(opts) == "table" and opts.strict == false))
+  local own = {}
+  save_state(self, "", own, true)
+  local expected = {}
+  local missing, mismatch, copies = {}, {}, {}
+  for _, kv in ipairs(own) do
+    local key, target = kv[1], kv[2]
+    expected[key] = true
+    local v = sd[key]
+    if v == nil then
+      missing[#missing + 1] = key
+    elseif not is_tensor(v) then
+      mismatch[#mismatch + 1] = string.format(
+        'While copying the parameter named "%s", expected torch.Tensor from checkpoint but received %s', key, type(v))
+    elseif not same_shape(v, target) then
+      mismatch[#mismatch + 1] = string.format(
+        "size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.",
+        key, size_str(v), size_str(target))
+    else
+      copies[#copies + 1] = { target, v }
+    end
+  end
+  local unexpected = {}
+  local mt = getmetatable(sd)
+  local keys = type(mt) == "table" and mt.__order ~= nil and sd.__keys or nil
+  if not keys then
+    keys = {}
+    for k in pairs(sd) do keys[#keys + 1] = k end
+    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  end
+  for _, k in ipairs(keys) do
+    if not expected[k] then unexpected[#unexpected + 1] = tostring(k) end
+  end
+  local errs = {}
+  local function quoted(list)
+    local q = {}
+    for i, k in ipairs(list) do q[i] = '"' .. k .. '"' end
+    return table.concat(q, ", ")
+  end
+  if strict and #missing > 0 then errs[#errs + 1] = "Missing key(s) in state_dict: " .. quoted(missing) .. ". " end
+  if strict and #unexpected > 0 then errs[#errs + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. ". " end
+  for _, m in ipairs(mismatch) do errs[#errs + 1] = m end
+  if #errs > 0 then
+    error("Error(s) in loading state_dict for " .. self:_get_name() .. ":\n\t" .. table.concat(errs, "\n\t"), 2)
+  end
+  no_grad(function()
+    for _, c in ipairs(copies) do c[1].data:copy_(c[2]) end
+  end)
+  return { missing_keys = missing, unexpected_keys = unexpected }
+end
+
+-- Marks the root so is_module can recognise instances of every class.
+Module.__is_module = true
+Module.__name = "Module"
+M.Module = make_class(nil, "Module")
+-- make_class built an empty class: move the definitions into it.
+for k, v in pairs(Module) do rawset(M.Module, k, v) end
+M.Module.__class = M.Module
+
+return M

@@ -1,0 +1,269 @@
+-- torch.utils.data: datasets and the DataLoader.
+--
+-- A dataset is anything with a length and a get(i) (i from 1):
+--   * torch.utils.data.TensorDataset(X, y): ds:get(i) is {X[i], y[i]};
+--   * a class made with torch.utils.data.Dataset:extend("Name") defining
+--     Name:init(...), Name:__len() and Name:get(i);
+--   * any table with a __len metamethod (or a __len field) and get(i);
+--   * a plain Lua list of samples.
+-- DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false,
+-- collate_fn = default_collate}) yields batches in a generic for:
+--   for batch in loader do local X, y = batch[1], batch[2] ... end
+local torch = require("torch")
+
+local D = {}
+
+local function is_tensor(v) return torch.is_tensor(v) end
+
+-- ------------------------------------------------------------- datasets
+
+local function dataset_len(ds)
+  local mt = getmetatable(ds)
+  if type(mt) == "table" and mt.__len ~= nil then return mt.__len(ds) end
+  if type(ds) == "table" then
+    local f = rawget(ds, "__len")
+    if type(f) == "function" then return f(ds) end
+    if math.type(f) == "integer" then return f end
+    if type(ds.len) == "function" then return ds:len() end
+    return #ds
+  end
+  error("a dataset must be a table with a length (__len) and get(i), got " .. type(ds), 3)
+end
+D.dataset_len = dataset_len
+
+local function dataset_get(ds, i)
+  local get = ds.get
+  if type(get) == "function" then return get(ds, i) end
+  return ds[i]
+end
+
+-- Base class for user datasets.
+local Dataset = {}
+Dataset.__index = Dataset
+Dataset.__name = "Dataset"
+D.Dataset = Dataset
+
+local function dataset_call(cls, ...)
+  local self = setmetatable({}, cls)
+  self:init(...)
+  return self
+end
+
+-- local MyData = torch.utils.data.Dataset:extend("MyData")
+function Dataset:extend(name)
+  local cls = {}
+  for k, v in pairs(self) do
+    if type(k) == "string" and k:sub(1, 2) == "__" then cls[k] = v end
+  end
+  cls.__index = cls
+  cls.__name = name or "Dataset"
+  cls.super = self
+  return setmetatable(cls, { __index = self, __call = dataset_call })
+end
+setmetatable(Dataset, { __call = dataset_call })
+
+function Dataset:init() end
+function Dataset:__len()
+  error(getmetatable(self).__name .. " must define __len (the number of samples)", 2)
+end
+function Dataset:get()
+  error(getmetatable(self).__name .. " must define get(i) (the i-th sample, i from 1)", 2)
+end
+
+-- TensorDataset(t1, t2, ...): sample i is {t1[i], t2[i], ...} (rows along
+-- dim 1); every tensor must have the same size along dim 1.
+local TensorDataset = Dataset:extend("TensorDataset")
+D.TensorDataset = TensorDataset
+
+function TensorDataset:init(...)
+  local ts = table.pack(...)
+  if ts.n == 0 then error("TensorDataset: expected at least one tensor", 3) end
+  for i = 1, ts.n do
+    if not is_tensor(ts[i]) then
+      error(string.format("TensorDataset: argument %d is not a tensor (got %s)", i, type(ts[i])), 3)
+    end
+    if ts[i]:dim() == 0 then error("TensorDataset: tensors must have at least one dimension", 3) end
+    if ts[i]:size(1) ~= ts[1]:size(1) then
+      error(string.format("Size mismatch between tensors: tensor 1 has %d rows, tensor %d has %d",
+        ts[1]:size(1), i, ts[i]:size(1)), 3)
+    end
+  end
+  self.tensors = { table.unpack(ts, 1, ts.n) }
+end
+
+function TensorDataset:__len() return self.tensors[1]:size(1) end
+
+function TensorDataset:get(i)
+  local n = self.tensors[1]:size(1)
+  if math.type(i) ~= "integer" or i < 1 or i > n then
+    error(string.format("TensorDataset:get: index %s out of range 1..%d", tostring(i), n), 2)
+  end
+  local r = {}
+  for k, t in ipairs(self.tensors) do r[k] = t[i] end
+  return r
+end
+
+-- The collated batch of samples `indices` at once (what default_collate
+-- would build from get(i) for each index), with one index_select per tensor.
+function TensorDataset:get_batch(indices)
+  local r = {}
+  for k, t in ipairs(self.tensors) do
+    r[k] = t:index_select(1, torch.tensor(indices, { device = t.device }))
+  end
+  return r
+end
+
+-- -------------------------------------------------------------- collate
+
+local function is_list(t)
+  if getmetatable(t) ~= nil then return false end
+  local n = #t
+  local count = 0
+  for _ in pairs(t) do count = count + 1 end
+  return count == n
+end
+
+-- PyTorch's default_collate: tensors are stacked along a new dim 1,
+-- integers make an int64 tensor, floats a float64 tensor, booleans a bool
+-- tensor, strings stay a list; lists are collated position by position
+-- and tables with keys key by key.
+local function default_collate(samples)
+  local elem = samples[1]
+  if is_tensor(elem) then return torch.stack(samples, 1) end
+  local t = type(elem)
+  if t == "number" then
+    for _, s in ipairs(samples) do
+      if math.type(s) ~= "integer" then return torch.tensor(samples, { dtype = torch.float64 }) end
+    end
+    return torch.tensor(samples)
+  end
+  if t == "boolean" then return torch.tensor(samples, { dtype = torch.bool }) end
+  if t == "table" and getmetatable(elem) == nil then
+    if is_list(elem) then
+      local n = #elem
+      for _, s in ipairs(samples) do
+        if type(s) ~= "table" or #s ~= n then
+          error("each element in list of batch should be of equal size", 3)
+        end
+      end
+      local r = {}
+      for j = 1, n do
+        local col = {}
+        for i, s in ipairs(samples) do col[i] = s[j] end
+        r[j] = default_collate(col)
+      end
+      return r
+    end
+    local r = {}
+    for k in pairs(elem) do
+      local col = {}
+      for i, s in ipairs(samples) do col[i] = s[k] end
+      r[k] = default_collate(col)
+    end
+    return r
+  end
+  return samples
+end
+D.default_collate = default_collate
+
+-- ----------------------------------------------------------- DataLoader
+
+local DataLoader = {}
+DataLoader.__index = DataLoader
+DataLoader.__name = "DataLoader"
+D.DataLoader = DataLoader
+
+local function new_loader(_, dataset, opts)
+  opts = opts or {}
+  if type(dataset) ~= "table" then
+    error("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset), 2)
+  end
+  local bs = opts.batch_size == nil and 1 or opts.batch_size
+  if math.type(bs) ~= "integer" or bs < 1 then
+    error("batch_size should be a positive integer value, but got batch_size=" .. tostring(bs), 2)
+  end
+  if opts.collate_fn ~= nil and type(opts.collate_fn) ~= "function" then
+    error("DataLoader: collate_fn must be a function", 2)
+  end
+  local self = setmetatable({
+    dataset = dataset,
+    batch_size = bs,
+    shuffle = opts.shuffle and true or false,
+    drop_last = opts.drop_last and true or false,
+    collate_fn = opts.collate_fn,
+    _epochs = setmetatable({}, { __mode = "k" }),
+  }, DataLoader)
+  dataset_len(dataset) -- fails early on something without a length
+  return self
+end
+setmetatable(DataLoader, { __call = new_loader })
+
+-- #loader: the number of batches per epoch.
+function DataLoader:__len()
+  local n = dataset_len(self.dataset)
+  if self.drop_last then return n // self.batch_size end
+  return (n + self.batch_size - 1) // self.batch_size
+end
+
+function DataLoader:__tostring()
+  return string.format("DataLoader(batches=%d, batch_size=%d, shuffle=%s, drop_last=%s)", #self,
+    self.batch_size, tostring(self.shuffle), tostring(self.drop_last))
+end
+
+-- The sample order of a new epoch: 1..n, or torch.randperm(n) (so
+-- torch.manual_seed makes it reproducible).
+function DataLoader:_order()
+  local n = dataset_len(self.dataset)
+  if self.shuffle then
+    if n == 0 then return {} end
+    return torch.randperm(n):tolist()
+  end
+  local r = {}
+  for i = 1, n do r[i] = i end
+  return r
+end
+
+function DataLoader:_fetch(indices)
+  local ds = self.dataset
+  if self.collate_fn == nil and type(ds.get_batch) == "function" then return ds:get_batch(indices) end
+  local samples = {}
+  for k, i in ipairs(indices) do samples[k] = dataset_get(ds, i) end
+  return (self.collate_fn or default_collate)(samples)
+end
+
+local function next_batch(self, epoch)
+  local order, bs = epoch.order, self.batch_size
+  local start = epoch.pos
+  local n = #order
+  if start > n then return nil end
+  local stop = math.min(start + bs - 1, n)
+  if self.drop_last and stop - start + 1 < bs then return nil end
+  epoch.pos = stop + 1
+  local idx = table.move(order, start, stop, 1, {})
+  return self:_fetch(idx)
+end
+
+-- for batch in loader do ... end: each loop is a new epoch (reshuffled
+-- when shuffle is set). loader:iter() gives the same as an iterator function.
+function DataLoader:__call(_, prev)
+  local epoch
+  if prev == nil then
+    epoch = { order = self:_order(), pos = 1 }
+  else
+    epoch = self._epochs[prev] or self._last
+    if epoch == nil then return nil end
+  end
+  local batch = next_batch(self, epoch)
+  if batch ~= nil then
+    if type(batch) == "table" or type(batch) == "userdata" then self._epochs[batch] = epoch end
+    self._last = epoch
+  end
+  return batch
+end
+
+function DataLoader:iter()
+  local epoch = { order = self:_order(), pos = 1 }
+  return function() return next_batch(self, epoch) end
+end
+
+return D
