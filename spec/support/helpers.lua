@@ -223,10 +223,13 @@ function H.errors(fn, needles)
   return err
 end
 
--- Registers `it(name, fn)`, or a pending case when name is a key of
--- `known` (a table of known bugs: name -> explanation). Used for bugs in
--- files this suite's author may not fix; remove the entry once fixed.
-function H.it_unless(known)
+-- Returns a replacement for busted's `it` that registers a pending case
+-- instead when the case's name is a key of `known` (a table of known bugs:
+-- name -> explanation). Used for bugs in files the spec author may not
+-- fix; delete the entry once the bug is fixed. busted's `it` and `pending`
+-- live in the spec file's environment, so they are passed in:
+--   local it = H.it_unless(KNOWN, it, pending)
+function H.it_unless(known, it, pending)
   return function(name, fn)
     if known[name] then
       pending(name .. " -- KNOWN BUG: " .. known[name])
