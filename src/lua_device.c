@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include "lua_gs.h"
 
 void gs_devices_describe(char *buf, size_t n);  /* gs_device.c: "available: cpu and 2 ..." */
@@ -81,11 +78,8 @@ static void get_props(lua_State *L, int index, dev_props *p) {
     p->total = gs_sim_total_memory(index);
     p->major = 8; /* reports compute capability 8.0: a modern device, so feature checks pass */
     p->minor = 0;
-#ifdef _OPENMP
-    p->sms = omp_get_num_procs(); /* it computes on the host's cores */
-#else
-    p->sms = 1;
-#endif
+    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* it computes on the host's cores */
+    p->sms = cores > 0 ? (int)cores : 1;
     p->simulated = true;
     return;
   }
