@@ -15,9 +15,9 @@ WERROR  ?= 0
 BUILD   := $(if $(filter 1,$(SANITIZE)),build-san,build)
 LUA_INC := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 
-CFLAGS  := -std=gnu11 -O2 -g -fPIC -fopenmp -Wall -Wextra -Wno-unused-parameter \
+CFLAGS  := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unused-parameter \
            -Wshadow -Wstrict-prototypes $(LUA_INC) -Isrc -I$(BUILD)/gen
-LDLIBS  := -lopenblas -lm -fopenmp
+LDLIBS  := -lopenblas -lm -lpthread
 ifeq ($(WERROR),1)
   CFLAGS += -Werror
 endif

@@ -6,6 +6,7 @@
 #include <math.h>
 #include "backend_cpu.h"
 #include "cpu_iter.h"
+#include "cpu_math.h"
 
 typedef struct { int zero_div; } bin_ctx;
 
@@ -53,7 +54,7 @@ static inline double f_rem(double a, double b) {
 
 /* One inner loop: out[i] = EXPR(a[i], b[i]) with the three layouts. */
 #define LOOP(NAME, TA, TO, EXPR)                                                   \
-  static void NAME(char **d, const int64_t *s, int64_t n, void *vctx) {          \
+  GS_VECTOR_CLONES static void NAME(char **d, const int64_t *s, int64_t n, void *vctx) {          \
     bin_ctx *ctx = vctx; (void)ctx;                                                \
     TO *restrict o = (TO *)d[0];                                                   \
     const TA *restrict pa = (const TA *)d[1], *restrict pb = (const TA *)d[2];     \

@@ -1,8 +1,8 @@
 /* cpu_iter.c: the N-d strided iteration behind every CPU elementwise op. */
-#include <omp.h>
 #include <string.h>
 #include "backend_cpu.h"
 #include "cpu_iter.h"
+#include "gs_parallel.h"
 
 typedef struct {
   int nops, ndim;                       /* dims innermost first */
@@ -73,22 +73,27 @@ static void iter_run(const iter *it, int64_t begin, int64_t end, gs_loop_fn fn, 
   }
 }
 
+typedef struct { const iter *it; int64_t total, chunks; gs_loop_fn fn; void *ctx; } split;
+
+static void run_chunk(int64_t c, void *arg) {
+  const split *sp = arg;
+  /* split on 64-element boundaries so threads never share a cache line */
+  int64_t b = (sp->total * c / sp->chunks) & ~(int64_t)63;
+  int64_t e = c + 1 == sp->chunks ? sp->total : (sp->total * (c + 1) / sp->chunks) & ~(int64_t)63;
+  iter_run(sp->it, b, e, sp->fn, sp->ctx);
+}
+
 void gs_cpu_foreach(int nops, const gs_tensor *const *ops, gs_loop_fn fn, void *ctx, bool serial) {
   int64_t total = gs_numel(ops[0]);
   if (total == 0) return;
   iter it;
   iter_build(&it, nops, ops);
-  int nthreads = omp_get_max_threads();
-  if (serial || total < GS_PARALLEL_GRAIN || nthreads <= 1) {
+  if (serial || total < GS_PARALLEL_GRAIN) {
     iter_run(&it, 0, total, fn, ctx);
     return;
   }
-  int64_t chunks = total / (GS_PARALLEL_GRAIN / 2);
-  if (chunks > nthreads) chunks = nthreads;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
-  for (int64_t c = 0; c < chunks; c++) {
-    /* split on 64-element boundaries so threads never share a cache line */
-    int64_t b = (total * c / chunks) & ~(int64_t)63, e = c + 1 == chunks ? total : (total * (c + 1) / chunks) & ~(int64_t)63;
-    iter_run(&it, b, e, fn, ctx);
-  }
+  int64_t chunks = total / (GS_PARALLEL_GRAIN / 2), nt = gs_num_threads();
+  if (chunks > nt) chunks = nt;
+  split sp = {&it, total, chunks, fn, ctx};
+  gs_parallel_run(chunks, run_chunk, &sp);
 }

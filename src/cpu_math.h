@@ -6,11 +6,27 @@
 #include <stdint.h>
 #include <string.h>
 
-/* exp(x) = 2^n * exp(r), x = n ln2 + r, |r| <= ln2/2; error about 1 ulp. */
+/* x86 runs these loops with SSE2 by default; GCC also builds an AVX2
+ * copy and picks it at load time on CPUs that have it. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define GS_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GS_VECTOR_CLONES
+#endif
+
+static inline float gs_bits_to_float(int32_t b) {
+  union { int32_t i; float f; } u = {b};
+  return u.f;
+}
+
+/* exp(x) = 2^n * exp(r), x = n ln2 + r, |r| <= ln2/2; about 1.4 ulp.
+ * n is rounded with the 1.5*2^23 trick (SSE2 has no vector floor) and
+ * 2^n is applied in two halves so results down to subnormals are exact. */
 static inline float fast_expf(float x) {
   const float hi = 88.72283905206835f, lo = -103.97207708f;
-  float xc = x > hi ? hi : x < lo ? lo : x;
-  float n = __builtin_floorf(xc * 1.44269504088896341f + 0.5f);
+  float xc = x > hi ? hi : x;
+  xc = xc < lo ? lo : xc;
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -20,13 +36,8 @@ static inline float fast_expf(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  /* 2^n in two halves so n down to -150 (subnormal results) stays exact */
-  int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
-  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  memcpy(&s1, &b1, 4);
-  memcpy(&s2, &b2, 4);
-  float y = p * s1 * s2;
+  int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
+  float y = p * gs_bits_to_float((n1 + 127) << 23) * gs_bits_to_float((n2 + 127) << 23);
   y = x > hi ? __builtin_inff() : y;
   y = x < lo ? 0.0f : y;
   return x != x ? x : y;

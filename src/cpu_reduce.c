@@ -3,10 +3,10 @@
  * blocks of float lanes that vectorise, each block added into a double,
  * which keeps both speed and accuracy. */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include "backend_cpu.h"
 #include "cpu_math.h"
+#include "gs_parallel.h"
 
 static void layout(const gs_tensor *x, int dim, int64_t *outer, int64_t *r, int64_t *inner) {
   *outer = 1; *inner = 1; *r = 1;
@@ -43,22 +43,25 @@ static double sum_f64(const double *p, int64_t n) {
   return total;
 }
 
+typedef struct { const char *p; int64_t n; int nt; bool f32; double parts[64]; } sum_job;
+
+static void sum_chunk(int64_t t, void *arg) {
+  sum_job *j = arg;
+  int64_t b = j->n * t / j->nt, e = j->n * (t + 1) / j->nt;
+  j->parts[t] = j->f32 ? sum_f32((const float *)j->p + b, e - b) : sum_f64((const double *)j->p + b, e - b);
+}
+
 /* Whole-tensor float sum split across threads. */
 static double sum_all(const gs_tensor *x) {
   int64_t n = gs_numel(x);
   const char *p = gs_tensor_ptr(x);
   bool f32 = x->dtype == GS_FLOAT32;
   if (n < 4 * GS_PARALLEL_GRAIN) return f32 ? sum_f32((const float *)p, n) : sum_f64((const double *)p, n);
-  int nt = omp_get_max_threads();
-  double parts[256] = {0};
-  if (nt > 256) nt = 256;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int t = 0; t < nt; t++) {
-    int64_t b = n * t / nt, e = n * (t + 1) / nt;
-    parts[t] = f32 ? sum_f32((const float *)p + b, e - b) : sum_f64((const double *)p + b, e - b);
-  }
+  sum_job j = {p, n, gs_num_threads(), f32, {0}};
+  if (j.nt > 64) j.nt = 64;
+  gs_parallel_run(j.nt, sum_chunk, &j);
   double total = 0;
-  for (int t = 0; t < nt; t++) total += parts[t];
+  for (int t = 0; t < j.nt; t++) total += j.parts[t];
   return total;
 }
 
@@ -85,27 +88,26 @@ REDUCE_COL(int64_t, int64_t, prod_col_i64, 1, acc = (int64_t)((uint64_t)acc * (u
 REDUCE_COL(int64_t, int64_t, max_col_i64, INT64_MIN, if (i == 0 || v > acc) { acc = v; at = i; })
 REDUCE_COL(int64_t, int64_t, min_col_i64, INT64_MAX, if (i == 0 || v < acc) { acc = v; at = i; })
 
-gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
-  int64_t outer, r, inner;
-  layout(x, dim, &outer, &r, &inner);
-  gs_dtype dt = x->dtype;
-  const char *base = gs_tensor_ptr(x);
-  char *ob = out ? gs_tensor_ptr(out) : NULL;
-  int64_t *ib = idx ? (int64_t *)gs_tensor_ptr(idx) : NULL;
+typedef struct {
+  gs_reduce_op op;
+  gs_dtype dt;
+  int64_t r, inner;
+  const char *base;
+  char *ob;
+  int64_t *ib;
+} reduce_job;
+
+/* Reduces columns [begin, end) of the [outer, R, inner] layout. */
+static void reduce_cols(int64_t begin, int64_t end, void *arg) {
+  const reduce_job *j = arg;
+  gs_reduce_op op = j->op;
+  int64_t r = j->r, inner = j->inner;
   bool want_index = op == GS_R_ARGMAX || op == GS_R_ARGMIN;
-  if (op == GS_R_SUM && dim < 0 && dt != GS_INT64) {
-    double s = sum_all(x);
-    if (dt == GS_FLOAT32) *(float *)ob = (float)s; else *(double *)ob = s;
-    return GS_OK;
-  }
-  int64_t ncols = outer * inner;
-  bool par = ncols > 1 && ncols * r >= GS_PARALLEL_GRAIN;
-#pragma omp parallel for if (par) schedule(static)
-  for (int64_t c = 0; c < ncols; c++) {
+  size_t es = gs_dtype_size(j->dt);
+  for (int64_t c = begin; c < end; c++) {
     int64_t o = c / inner, k = c % inner, pos = 0;
-    size_t es = gs_dtype_size(dt);
-    const char *p = base + ((o * r) * inner + k) * (int64_t)es;
-    if (dt == GS_INT64) {
+    const char *p = j->base + ((o * r) * inner + k) * (int64_t)es;
+    if (j->dt == GS_INT64) {
       int64_t v = 0;
       const int64_t *q = (const int64_t *)p;
       switch (op) {
@@ -114,31 +116,36 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
       case GS_R_MAX: case GS_R_ARGMAX: max_col_i64(q, r, inner, &v, &pos); break;
       default: min_col_i64(q, r, inner, &v, &pos); break;
       }
-      if (want_index) ((int64_t *)ob)[c] = pos;
-      else ((int64_t *)ob)[c] = v;
+      ((int64_t *)j->ob)[c] = want_index ? pos : v;
     } else {
       double v = 0;
-      bool f32 = dt == GS_FLOAT32;
+      bool f32 = j->dt == GS_FLOAT32;
+      const float *pf = (const float *)p;
+      const double *pd = (const double *)p;
       switch (op) {
-      case GS_R_SUM:
-        if (f32) sum_col_f32((const float *)p, r, inner, &v, &pos); else sum_col_f64((const double *)p, r, inner, &v, &pos);
-        break;
-      case GS_R_PROD:
-        if (f32) prod_col_f32((const float *)p, r, inner, &v, &pos); else prod_col_f64((const double *)p, r, inner, &v, &pos);
-        break;
-      case GS_R_MAX: case GS_R_ARGMAX:
-        if (f32) max_col_f32((const float *)p, r, inner, &v, &pos); else max_col_f64((const double *)p, r, inner, &v, &pos);
-        break;
-      default:
-        if (f32) min_col_f32((const float *)p, r, inner, &v, &pos); else min_col_f64((const double *)p, r, inner, &v, &pos);
-        break;
+      case GS_R_SUM: if (f32) sum_col_f32(pf, r, inner, &v, &pos); else sum_col_f64(pd, r, inner, &v, &pos); break;
+      case GS_R_PROD: if (f32) prod_col_f32(pf, r, inner, &v, &pos); else prod_col_f64(pd, r, inner, &v, &pos); break;
+      case GS_R_MAX: case GS_R_ARGMAX: if (f32) max_col_f32(pf, r, inner, &v, &pos); else max_col_f64(pd, r, inner, &v, &pos); break;
+      default: if (f32) min_col_f32(pf, r, inner, &v, &pos); else min_col_f64(pd, r, inner, &v, &pos); break;
       }
-      if (want_index) ((int64_t *)ob)[c] = pos;
-      else if (f32) ((float *)ob)[c] = (float)v;
-      else ((double *)ob)[c] = v;
+      if (want_index) ((int64_t *)j->ob)[c] = pos;
+      else if (f32) ((float *)j->ob)[c] = (float)v;
+      else ((double *)j->ob)[c] = v;
     }
-    if (ib) ib[c] = pos;
+    if (j->ib) j->ib[c] = pos;
   }
+}
+
+gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
+  int64_t outer, r, inner;
+  layout(x, dim, &outer, &r, &inner);
+  if (op == GS_R_SUM && dim < 0 && x->dtype != GS_INT64) {
+    double s = sum_all(x);
+    if (x->dtype == GS_FLOAT32) *(float *)gs_tensor_ptr(out) = (float)s; else *(double *)gs_tensor_ptr(out) = s;
+    return GS_OK;
+  }
+  reduce_job j = {op, x->dtype, r, inner, gs_tensor_ptr(x), gs_tensor_ptr(out), idx ? (int64_t *)gs_tensor_ptr(idx) : NULL};
+  gs_parallel_for(outer * inner, outer * inner * r, reduce_cols, &j);
   return GS_OK;
 }
 
@@ -157,19 +164,21 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
 SOFTMAX_ROW(float, softmax_row_f32, fast_expf, log)
 SOFTMAX_ROW(double, softmax_row_f64, exp, log)
 
+typedef struct { int64_t r, inner; bool f32, log; char *ob; const char *xb; } softmax_job;
+
+static void softmax_rows(int64_t begin, int64_t end, void *arg) {
+  const softmax_job *j = arg;
+  for (int64_t c = begin; c < end; c++) {
+    int64_t o = c / j->inner, k = c % j->inner, off = o * j->r * j->inner + k;
+    if (j->f32) softmax_row_f32((float *)j->ob + off, (const float *)j->xb + off, j->r, j->inner, j->log);
+    else softmax_row_f64((double *)j->ob + off, (const double *)j->xb + off, j->r, j->inner, j->log);
+  }
+}
+
 gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) {
   int64_t outer, r, inner;
   layout(x, dim, &outer, &r, &inner);
-  int64_t ncols = outer * inner;
-  bool par = ncols > 1 && ncols * r >= GS_PARALLEL_GRAIN;
-  bool f32 = x->dtype == GS_FLOAT32;
-  char *ob = gs_tensor_ptr(out);
-  const char *xb = gs_tensor_ptr(x);
-#pragma omp parallel for if (par) schedule(static)
-  for (int64_t c = 0; c < ncols; c++) {
-    int64_t o = c / inner, k = c % inner, off = o * r * inner + k;
-    if (f32) softmax_row_f32((float *)ob + off, (const float *)xb + off, r, inner, log);
-    else softmax_row_f64((double *)ob + off, (const double *)xb + off, r, inner, log);
-  }
+  softmax_job j = {r, inner, x->dtype == GS_FLOAT32, log, gs_tensor_ptr(out), gs_tensor_ptr(x)};
+  gs_parallel_for(outer * inner, outer * inner * r * 8, softmax_rows, &j);
   return GS_OK;
 }

@@ -11,7 +11,7 @@ static inline double sgn(double x) { return x != x ? x : (x > 0) - (x < 0); }
 typedef struct { double lo, hi; } un_ctx;
 
 #define ULOOP(NAME, T, TO, EXPR)                                              \
-  static void NAME(char **d, const int64_t *s, int64_t n, void *vctx) {     \
+  GS_VECTOR_CLONES static void NAME(char **d, const int64_t *s, int64_t n, void *vctx) {     \
     const un_ctx *ctx = vctx; (void)ctx;                                      \
     if (s[0] == sizeof(TO) && s[1] == sizeof(T)) {                            \
       TO *restrict o = (TO *)d[0]; const T *restrict p = (const T *)d[1];     \
