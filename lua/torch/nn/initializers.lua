@@ -3,18 +3,19 @@
 -- returns it. Dims and fans follow PyTorch: for a weight [out, in, ...],
 -- fan_in = in * receptive field, fan_out = out * receptive field.
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 
 local I = {}
 
 local function data(t)
-  if not torch.is_tensor(t) then error("nn.init: expected a tensor, got " .. type(t), 3) end
+  if not torch.is_tensor(t) then fail("nn.init: expected a tensor, got " .. type(t)) end
   return t.data
 end
 
 function I._calculate_fan_in_and_fan_out(t)
   local s = t.shape
   if #s < 2 then
-    error("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions", 2)
+    fail("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
   end
   local receptive = 1
   for i = 3, #s do receptive = receptive * s[i] end
@@ -30,11 +31,11 @@ function I.calculate_gain(nonlinearity, param)
   if nonlinearity == "relu" then return math.sqrt(2.0) end
   if nonlinearity == "leaky_relu" then
     local slope = param == nil and 0.01 or param
-    if type(slope) ~= "number" then error("negative_slope " .. tostring(slope) .. " not a valid number", 2) end
+    if type(slope) ~= "number" then fail("negative_slope " .. tostring(slope) .. " not a valid number") end
     return math.sqrt(2.0 / (1 + slope * slope))
   end
   if nonlinearity == "selu" then return 3.0 / 4 end
-  error("Unsupported nonlinearity " .. tostring(nonlinearity), 2)
+  fail("Unsupported nonlinearity " .. tostring(nonlinearity))
 end
 
 function I.uniform_(t, a, b)
@@ -59,7 +60,7 @@ local function fan(t, mode)
   local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
   mode = mode or "fan_in"
   if mode == "fan_in" then return fan_in elseif mode == "fan_out" then return fan_out end
-  error("Mode " .. tostring(mode) .. " not supported, please use one of fan_in, fan_out", 3)
+  fail("Mode " .. tostring(mode) .. " not supported, please use one of fan_in, fan_out")
 end
 
 -- kaiming_uniform_(t[, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}])

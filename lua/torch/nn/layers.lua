@@ -1,6 +1,7 @@
 -- torch.nn.layers: Linear, the containers (Sequential, ModuleList) and the
 -- parameter-free layers (activations, Flatten, Dropout, Identity, ...).
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 local base = require("torch.nn.module")
 local init = require("torch.nn.initializers")
 
@@ -24,8 +25,8 @@ L.Linear = Linear
 function Linear:init(in_features, out_features, opts)
   if math.type(in_features) ~= "integer" or math.type(out_features) ~= "integer"
       or in_features < 0 or out_features < 0 then
-    error(string.format("nn.Linear(in_features, out_features): expected two non-negative integers, got %s and %s",
-      tostring(in_features), tostring(out_features)), 3)
+    fail(string.format("nn.Linear(in_features, out_features): expected two non-negative integers, got %s and %s",
+      tostring(in_features), tostring(out_features)))
   end
   local bias = true
   if type(opts) == "boolean" then bias = opts; opts = {} end
@@ -72,12 +73,12 @@ end
 
 local function check_index(self, i, n)
   if math.type(i) ~= "integer" then
-    error("index must be an integer, got " .. tostring(i), 3)
+    fail("index must be an integer, got " .. tostring(i))
   end
   local j = i < 0 and n + 1 + i or i
   if j < 1 or j > n then
-    error(string.format("index %d is out of range for %s of length %d (positions are 1-based)", i,
-      self:_get_name(), n), 3)
+    fail(string.format("index %d is out of range for %s of length %d (positions are 1-based)", i,
+      self:_get_name(), n))
   end
   return j
 end
@@ -99,13 +100,13 @@ local function list_container(name)
     if i == n + 1 then return self:add(m) end
     local j = check_index(self, i, n)
     if not base.is_module(m) then
-      error(string.format("cannot assign '%s' as child module %d (torch.nn.Module expected)", type(m), i), 3)
+      fail(string.format("cannot assign '%s' as child module %d (torch.nn.Module expected)", type(m), i))
     end
     self._modules.vals[self._modules.keys[j]] = m
   end
   function C:add(m)
     if not base.is_module(m) then
-      error(name .. ":add: expected a module, got " .. type(m), 2)
+      fail(name .. ":add: expected a module, got " .. type(m))
     end
     self:add_module(tostring(self._modules:count() + 1), m)
     return self
@@ -134,7 +135,7 @@ function Sequential:init(...)
   if args.n == 1 and type(args[1]) == "table" and not base.is_module(args[1]) then
     for _, kv in ipairs(args[1]) do
       if type(kv) ~= "table" or type(kv[1]) ~= "string" or not base.is_module(kv[2]) then
-        error("nn.Sequential({{name, module}, ...}): expected {name, module} pairs", 3)
+        fail("nn.Sequential({{name, module}, ...}): expected {name, module} pairs")
       end
       self:add_module(kv[1], kv[2])
     end
@@ -142,7 +143,7 @@ function Sequential:init(...)
   end
   for i = 1, args.n do
     if not base.is_module(args[i]) then
-      error(string.format("nn.Sequential: argument %d is not a module (got %s)", i, type(args[i])), 3)
+      fail(string.format("nn.Sequential: argument %d is not a module (got %s)", i, type(args[i])))
     end
     self:add_module(tostring(i), args[i])
   end
@@ -226,7 +227,7 @@ function Dropout:init(p, inplace)
   if type(inplace) == "table" then inplace = inplace.inplace end
   if p == nil then p = 0.5 end
   if type(p) ~= "number" or p < 0 or p > 1 then
-    error("dropout probability has to be between 0 and 1, but got " .. tostring(p), 3)
+    fail("dropout probability has to be between 0 and 1, but got " .. tostring(p))
   end
   self.p = p
   self.inplace = inplace and true or false

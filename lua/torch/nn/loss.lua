@@ -1,6 +1,7 @@
 -- torch.nn.loss: MSELoss and CrossEntropyLoss. Both are modules called as
 -- loss(input, target) and take {reduction = "mean" | "sum" | "none"}.
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 local base = require("torch.nn.module")
 
 local Module = base.Module
@@ -13,7 +14,7 @@ local function reduction_of(opts, who)
   if type(opts) == "string" then r = opts
   elseif type(opts) == "table" and opts.reduction ~= nil then r = opts.reduction end
   if not REDUCTIONS[r] then
-    error(string.format("%s: reduction must be 'mean', 'sum' or 'none', got %s", who, tostring(r)), 4)
+    fail(string.format("%s: reduction must be 'mean', 'sum' or 'none', got %s", who, tostring(r)))
   end
   return r
 end
@@ -26,7 +27,7 @@ end
 
 local function check_tensor(v, what, who)
   if not torch.is_tensor(v) then
-    error(string.format("%s: expected the %s to be a tensor, got %s", who, what, type(v)), 3)
+    fail(string.format("%s: expected the %s to be a tensor, got %s", who, what, type(v)))
   end
 end
 
@@ -80,7 +81,7 @@ function CrossEntropyLoss:forward(input, target)
   check_tensor(target, "target", "CrossEntropyLoss")
   local nd = input:dim()
   if nd ~= 1 and nd ~= 2 then
-    error("CrossEntropyLoss: expected input of shape [N, C] or [C], got " .. tostring(input.shape), 2)
+    fail("CrossEntropyLoss: expected input of shape [N, C] or [C], got " .. tostring(input.shape))
   end
   local cdim = nd == 2 and 2 or 1
   local C = input:size(cdim)
@@ -92,35 +93,35 @@ function CrossEntropyLoss:forward(input, target)
     local ok = #st == #si
     if ok then for i = 1, #si do if si[i] ~= st[i] then ok = false end end end
     if not ok then
-      error(string.format("CrossEntropyLoss: a floating-point target holds class probabilities and must have "
-        .. "the input's shape %s, got %s (class indices must be int64)", tostring(si), tostring(st)), 2)
+      fail(string.format("CrossEntropyLoss: a floating-point target holds class probabilities and must have "
+        .. "the input's shape %s, got %s (class indices must be int64)", tostring(si), tostring(st)))
     end
     local per = -(target * logp):sum(cdim)
     return reduce(per, self.reduction)
   end
 
   if target.dtype ~= torch.int64 then
-    error("CrossEntropyLoss: expected target of dtype int64 (1-based class indices), got " .. tostring(target.dtype), 2)
+    fail("CrossEntropyLoss: expected target of dtype int64 (1-based class indices), got " .. tostring(target.dtype))
   end
   local scalar = nd == 1
   if scalar then
     if target:dim() ~= 0 and not (target:dim() == 1 and target:size(1) == 1) then
-      error("CrossEntropyLoss: for an input of shape [C] the target must be a single class index", 2)
+      fail("CrossEntropyLoss: for an input of shape [C] the target must be a single class index")
     end
     logp = logp:unsqueeze(1)
     target = target:reshape(1)
   else
     if target:dim() ~= 1 or target:size(1) ~= input:size(1) then
-      error(string.format("CrossEntropyLoss: expected target of shape [%d] (one class index per row), got %s",
-        input:size(1), tostring(target.shape)), 2)
+      fail(string.format("CrossEntropyLoss: expected target of shape [%d] (one class index per row), got %s",
+        input:size(1), tostring(target.shape)))
     end
   end
   if target:numel() > 0 then
     local lo, hi = target:min():item(), target:max():item()
     if lo < 1 or hi > C then
       local bad = lo < 1 and lo or hi
-      error(string.format("CrossEntropyLoss: Target %d is out of bounds: class indices are 1-based, 1 to %d",
-        bad, C), 2)
+      fail(string.format("CrossEntropyLoss: Target %d is out of bounds: class indices are 1-based, 1 to %d",
+        bad, C))
     end
   end
   local out

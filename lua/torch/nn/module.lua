@@ -8,6 +8,7 @@
 -- _buffers, _modules) and plain attributes in _attrs, so every assignment
 -- goes through __newindex and a field can change kind later.
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 
 local M = {}
 
@@ -177,7 +178,7 @@ M.named_list = named_list
 function M.Parameter(t, requires_grad)
   if t == nil then t = torch.empty(0) end
   if not is_tensor(t) then
-    error("nn.Parameter: expected a tensor, got " .. type(t), 2)
+    fail("nn.Parameter: expected a tensor, got " .. type(t))
   end
   if type(requires_grad) == "table" then requires_grad = requires_grad.requires_grad end
   if t.grad_fn ~= nil and t.detach then t = t:detach() end -- a leaf, like PyTorch
@@ -266,10 +267,10 @@ end
 -- nn.Linear:extend("MyLinear"), calling nn.Linear.init(self, ...) inside.
 function Module:extend(name)
   if type(self) ~= "table" or rawget(self, "_modules") ~= nil then
-    error("extend: call it on a class, as nn.Module:extend(\"Name\")", 2)
+    fail("extend: call it on a class, as nn.Module:extend(\"Name\")")
   end
   if name ~= nil and type(name) ~= "string" then
-    error("extend: expected a class name (string), got " .. type(name), 2)
+    fail("extend: expected a class name (string), got " .. type(name))
   end
   return make_class(self, name or "Module")
 end
@@ -308,9 +309,9 @@ function Module.__newindex(self, k, v)
   if type(k) == "number" then
     local si = getmetatable(self).__setitem
     if si then return si(self, k, v) end
-    error("cannot assign to index " .. k .. " of a " .. self:_get_name(), 2)
+    fail("cannot assign to index " .. k .. " of a " .. self:_get_name())
   end
-  if type(k) ~= "string" then error("module attribute names must be strings, got " .. type(k), 2) end
+  if type(k) ~= "string" then fail("module attribute names must be strings, got " .. type(k)) end
   if is_parameter(v) then
     unregister(self, k, "p")
     self._parameters:set(k, v)
@@ -319,19 +320,19 @@ function Module.__newindex(self, k, v)
     self._modules:set(k, v)
   elseif self._parameters:has(k) then
     if v ~= nil then
-      error(string.format("cannot assign '%s' as parameter '%s' (torch.nn.Parameter or nil expected)",
-        type_name(v), k), 2)
+      fail(string.format("cannot assign '%s' as parameter '%s' (torch.nn.Parameter or nil expected)",
+        type_name(v), k))
     end
     self._parameters:remove(k)
   elseif self._modules:has(k) then
     if v ~= nil then
-      error(string.format("cannot assign '%s' as child module '%s' (torch.nn.Module or nil expected)",
-        type_name(v), k), 2)
+      fail(string.format("cannot assign '%s' as child module '%s' (torch.nn.Module or nil expected)",
+        type_name(v), k))
     end
     self._modules:remove(k)
   elseif self._buffers:has(k) then
     if v ~= nil and not is_tensor(v) then
-      error(string.format("cannot assign '%s' as buffer '%s' (torch.Tensor or nil expected)", type_name(v), k), 2)
+      fail(string.format("cannot assign '%s' as buffer '%s' (torch.Tensor or nil expected)", type_name(v), k))
     end
     self._buffers:set(k, v)
     if v == nil then self._non_persistent[k] = nil end
@@ -345,7 +346,7 @@ function Module.__call(self, ...) return self:forward(...) end
 function Module:init() end
 
 function Module:forward()
-  error("Module [" .. self:_get_name() .. "] is missing the required \"forward\" function", 2)
+  fail("Module [" .. self:_get_name() .. "] is missing the required \"forward\" function")
 end
 
 function Module:_get_name() return getmetatable(self).__name end
@@ -391,11 +392,11 @@ end
 
 function Module:register_parameter(name, p)
   if type(name) ~= "string" or name == "" or name:find("%.") then
-    error("parameter name must be a non-empty string without '.', got " .. tostring(name), 2)
+    fail("parameter name must be a non-empty string without '.', got " .. tostring(name))
   end
   if p ~= nil and not is_parameter(p) then
-    error(string.format("cannot assign '%s' object to parameter '%s' (torch.nn.Parameter or nil required)",
-      type_name(p), name), 2)
+    fail(string.format("cannot assign '%s' object to parameter '%s' (torch.nn.Parameter or nil required)",
+      type_name(p), name))
   end
   unregister(self, name, "p")
   self._parameters:set(name, p)
@@ -405,10 +406,10 @@ end
 -- a parameter. persistent = false keeps it out of state_dict.
 function Module:register_buffer(name, t, persistent)
   if type(name) ~= "string" or name == "" or name:find("%.") then
-    error("buffer name must be a non-empty string without '.', got " .. tostring(name), 2)
+    fail("buffer name must be a non-empty string without '.', got " .. tostring(name))
   end
   if t ~= nil and not is_tensor(t) then
-    error(string.format("cannot assign '%s' object to buffer '%s' (torch Tensor or nil required)", type_name(t), name), 2)
+    fail(string.format("cannot assign '%s' object to buffer '%s' (torch Tensor or nil required)", type_name(t), name))
   end
   unregister(self, name, "b")
   self._buffers:set(name, t)
@@ -417,7 +418,7 @@ end
 
 function Module:add_module(name, m)
   if m ~= nil and not is_module(m) then
-    error(type_name(m) .. " is not a Module subclass", 2)
+    fail(type_name(m) .. " is not a Module subclass")
   end
   name = tostring(name)
   unregister(self, name, "m")
@@ -516,7 +517,7 @@ end
 
 function Module:train(mode)
   if mode == nil then mode = true end
-  if type(mode) ~= "boolean" then error("training mode is expected to be boolean", 2) end
+  if type(mode) ~= "boolean" then fail("training mode is expected to be boolean") end
   self._attrs.training = mode
   for _, m in ipairs(self:children()) do m:train(mode) end
   return self
@@ -585,13 +586,13 @@ function Module:to(a, b)
       if v.device ~= nil then device = v.device end
       if v.dtype ~= nil then dtype = v.dtype end
     else
-      error("Module:to: expected a device, a dtype or {device =, dtype =}, got " .. type(v), 3)
+      fail("Module:to: expected a device, a dtype or {device =, dtype =}, got " .. type(v))
     end
   end
   take(a); take(b)
   if device ~= nil then device = torch.device(device) end
   if dtype ~= nil and not dtype.is_floating_point then
-    error("nn.Module.to only accepts floating point dtypes, but got desired dtype=" .. tostring(dtype), 2)
+    fail("nn.Module.to only accepts floating point dtypes, but got desired dtype=" .. tostring(dtype))
   end
   return self:_apply(function(t)
     local want = (dtype ~= nil and t:is_floating_point()) and dtype or nil
@@ -656,7 +657,7 @@ end
 -- (shape mismatches are still an error, as in PyTorch).
 function Module:load_state_dict(sd, opts)
   if type(sd) ~= "table" then
-    error("Expected state_dict to be a table of names to tensors, got " .. type(sd), 2)
+    fail("Expected state_dict to be a table of names to tensors, got " .. type(sd))
   end
   local strict = not (opts == false or (type(opts) == "table" and opts.strict == false))
   local own = {}
@@ -701,7 +702,7 @@ function Module:load_state_dict(sd, opts)
   if strict and #unexpected > 0 then errs[#errs + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. ". " end
   for _, m in ipairs(mismatch) do errs[#errs + 1] = m end
   if #errs > 0 then
-    error("Error(s) in loading state_dict for " .. self:_get_name() .. ":\n\t" .. table.concat(errs, "\n\t"), 2)
+    fail("Error(s) in loading state_dict for " .. self:_get_name() .. ":\n\t" .. table.concat(errs, "\n\t"))
   end
   no_grad(function()
     for _, c in ipairs(copies) do c[1].data:copy_(c[2]) end

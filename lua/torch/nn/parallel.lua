@@ -10,6 +10,7 @@
 -- reach the master's parameters through autograd wherever the engine
 -- records `to`.
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 local base = require("torch.nn.module")
 
 local Module, OMap = base.Module, base.OMap
@@ -29,11 +30,11 @@ local function ordinal(d, what)
   if type(d) == "string" or mt_name(d) == "torch.device" then
     local dev = torch.device(d)
     if dev.type ~= "cuda" then
-      error(string.format("nn.DataParallel: %s must be a CUDA device, got %s", what, tostring(dev)), 4)
+      fail(string.format("nn.DataParallel: %s must be a CUDA device, got %s", what, tostring(dev)))
     end
     return dev.index or torch.cuda.current_device()
   end
-  error(string.format("nn.DataParallel: %s must be a CUDA ordinal or device, got %s", what, type(d)), 4)
+  fail(string.format("nn.DataParallel: %s must be a CUDA ordinal or device, got %s", what, type(d)))
 end
 
 -- ------------------------------------------------------ scatter / gather
@@ -112,7 +113,7 @@ local function gather(outputs, target, dim)
     return r
   end
   if first == nil then return nil end
-  error("nn.DataParallel: cannot gather outputs of type " .. type(first) .. " (tensors or lists of tensors expected)", 3)
+  fail("nn.DataParallel: cannot gather outputs of type " .. type(first) .. " (tensors or lists of tensors expected)")
 end
 P.gather = gather
 
@@ -156,12 +157,12 @@ P.DataParallel = DataParallel
 
 function DataParallel:init(module, opts)
   if not base.is_module(module) then
-    error("nn.DataParallel: expected a module to wrap, got " .. type(module), 3)
+    fail("nn.DataParallel: expected a module to wrap, got " .. type(module))
   end
   opts = opts or {}
   self.module = module
   self.dim = opts.dim or 1
-  if math.type(self.dim) ~= "integer" then error("nn.DataParallel: dim must be an integer", 3) end
+  if math.type(self.dim) ~= "integer" then fail("nn.DataParallel: dim must be an integer") end
   local n = torch.cuda.device_count()
   local ids = {}
   if n > 0 then
@@ -172,10 +173,10 @@ function DataParallel:init(module, opts)
     end
     for _, id in ipairs(ids) do
       if id < 0 or id >= n then
-        error(string.format("nn.DataParallel: device_ids has cuda:%d, but only %d CUDA device(s) exist", id, n), 3)
+        fail(string.format("nn.DataParallel: device_ids has cuda:%d, but only %d CUDA device(s) exist", id, n))
       end
     end
-    if #ids == 0 then error("nn.DataParallel: device_ids is empty", 3) end
+    if #ids == 0 then fail("nn.DataParallel: device_ids is empty") end
   end
   self.device_ids = ids
   if #ids > 0 then
@@ -198,8 +199,8 @@ function DataParallel:forward(...)
   for _, list in ipairs({ self.module:named_parameters(), self.module:named_buffers() }) do
     for _, kv in ipairs(list) do
       if kv[2].device ~= src then
-        error(string.format("module must have its parameters and buffers on device %s (device_ids[1]) but found "
-          .. "one of them on device: %s", devstr(src), devstr(kv[2].device)), 2)
+        fail(string.format("module must have its parameters and buffers on device %s (device_ids[1]) but found "
+          .. "one of them on device: %s", devstr(src), devstr(kv[2].device)))
       end
     end
   end

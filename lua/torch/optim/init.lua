@@ -6,6 +6,7 @@
 -- Updates run under torch.no_grad, in place, on whatever device each
 -- parameter lives on; per-parameter state lives beside its parameter.
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 
 local optim = {}
 
@@ -47,25 +48,24 @@ setmetatable(Optimizer, { __call = class_call })
 -- params: a list of tensors (net:parameters()), or a list of groups
 -- {params = {...}, lr = ..., ...} whose missing options take `defaults`.
 function Optimizer:init(params, defaults)
-  if type(params) ~= "table" then
-    error(self.__name .. ": params must be a list of tensors or of parameter groups, got " .. type(params), 3)
-  end
   if is_tensor(params) then
-    error(self.__name .. ": params must be a list of tensors (e.g. net:parameters()), got a single tensor", 3)
+    fail(self.__name .. ": params must be a list of tensors (e.g. net:parameters()), got a single tensor")
+  end
+  if type(params) ~= "table" then
+    fail(self.__name .. ": params must be a list of tensors or of parameter groups, got " .. type(params))
   end
   self.defaults = defaults or {}
   self.param_groups = {}
   self.state = {}
-  if #params == 0 then error("optimizer got an empty parameter list", 3) end
+  if #params == 0 then fail("optimizer got an empty parameter list") end
   local groups = params
   if is_tensor(params[1]) then groups = { { params = params } } end
-  for _, g in ipairs(groups) do self:add_param_group(g, 4) end
+  for _, g in ipairs(groups) do self:add_param_group(g) end
 end
 
-function Optimizer:add_param_group(group, level)
-  level = level or 2
+function Optimizer:add_param_group(group)
   if type(group) ~= "table" or type(group.params) ~= "table" then
-    error("a parameter group must be a table with a `params` list", level)
+    fail("a parameter group must be a table with a `params` list")
   end
   local g = {}
   for k, v in pairs(group) do g[k] = v end
@@ -76,14 +76,14 @@ function Optimizer:add_param_group(group, level)
   for _, other in ipairs(self.param_groups) do for _, p in ipairs(other.params) do seen[p] = true end end
   for i, p in ipairs(ps) do
     if not is_tensor(p) then
-      error(string.format("optimizer can only optimize Tensors, but parameter %d is a %s", i, type(p)), level)
+      fail(string.format("optimizer can only optimize Tensors, but parameter %d is a %s", i, type(p)))
     end
     if not p:is_floating_point() then
-      error(string.format("optimizer can only optimize floating-point tensors, but parameter %d is %s", i,
-        tostring(p.dtype)), level)
+      fail(string.format("optimizer can only optimize floating-point tensors, but parameter %d is %s", i,
+        tostring(p.dtype)))
     end
-    if p.grad_fn ~= nil then error("can't optimize a non-leaf Tensor", level) end
-    if seen[p] then error("some parameters appear in more than one parameter group", level) end
+    if p.grad_fn ~= nil then fail("can't optimize a non-leaf Tensor") end
+    if seen[p] then fail("some parameters appear in more than one parameter group") end
     seen[p] = true
   end
   for k, v in pairs(self.defaults) do
@@ -121,7 +121,7 @@ function Optimizer:step(closure)
 end
 
 function Optimizer:update()
-  error(self.__name .. " does not implement update(group)", 2)
+  fail(self.__name .. " does not implement update(group)")
 end
 
 -- The optimizer's state as plain tables: {state = {[i] = {...}},
@@ -153,16 +153,16 @@ end
 
 function Optimizer:load_state_dict(sd)
   if type(sd) ~= "table" or type(sd.param_groups) ~= "table" then
-    error("load_state_dict: expected a table with `state` and `param_groups`", 2)
+    fail("load_state_dict: expected a table with `state` and `param_groups`")
   end
   if #sd.param_groups ~= #self.param_groups then
-    error("loaded state dict has a different number of parameter groups", 2)
+    fail("loaded state dict has a different number of parameter groups")
   end
   local byindex = {}
   for gi, g in ipairs(self.param_groups) do
     local sg = sd.param_groups[gi]
     if #sg.params ~= #g.params then
-      error("loaded state dict contains a parameter group that doesn't match the size of optimizer's group", 2)
+      fail("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
     end
     for i, p in ipairs(g.params) do byindex[sg.params[i]] = p end
   end
@@ -187,8 +187,8 @@ function Optimizer:load_state_dict(sd)
 end
 
 local function check_number(v, name, who, lo)
-  if type(v) ~= "number" then error(string.format("%s: %s must be a number, got %s", who, name, type(v)), 4) end
-  if lo and v < lo then error(string.format("Invalid %s: %s", name, tostring(v)), 4) end
+  if type(v) ~= "number" then fail(string.format("%s: %s must be a number, got %s", who, name, type(v))) end
+  if lo and v < lo then fail(string.format("Invalid %s: %s", name, tostring(v))) end
 end
 
 -- --------------------------------------------------------------- SGD
@@ -217,7 +217,7 @@ function SGD:init(params, opts)
   check_number(d.weight_decay, "weight_decay value", "SGD", 0)
   check_number(d.dampening, "dampening value", "SGD")
   if d.nesterov and (d.momentum <= 0 or d.dampening ~= 0) then
-    error("Nesterov momentum requires a momentum and zero dampening", 3)
+    fail("Nesterov momentum requires a momentum and zero dampening")
   end
   Optimizer.init(self, params, d)
 end
@@ -276,7 +276,7 @@ function Adam:init(params, opts)
   for i = 1, 2 do
     local b = d.betas[i]
     if type(b) ~= "number" or b < 0 or b >= 1 then
-      error(string.format("Invalid beta parameter at index %d: %s", i, tostring(b)), 3)
+      fail(string.format("Invalid beta parameter at index %d: %s", i, tostring(b)))
     end
   end
   Optimizer.init(self, params, d)

@@ -10,6 +10,7 @@
 -- collate_fn = default_collate}) yields batches in a generic for:
 --   for batch in loader do local X, y = batch[1], batch[2] ... end
 local torch = require("torch")
+local fail = require("torch.utils.errors").fail
 
 local D = {}
 
@@ -27,7 +28,7 @@ local function dataset_len(ds)
     if type(ds.len) == "function" then return ds:len() end
     return #ds
   end
-  error("a dataset must be a table with a length (__len) and get(i), got " .. type(ds), 3)
+  fail("a dataset must be a table with a length (__len) and get(i), got " .. type(ds))
 end
 D.dataset_len = dataset_len
 
@@ -64,10 +65,10 @@ setmetatable(Dataset, { __call = dataset_call })
 
 function Dataset:init() end
 function Dataset:__len()
-  error(getmetatable(self).__name .. " must define __len (the number of samples)", 2)
+  fail(getmetatable(self).__name .. " must define __len (the number of samples)")
 end
 function Dataset:get()
-  error(getmetatable(self).__name .. " must define get(i) (the i-th sample, i from 1)", 2)
+  fail(getmetatable(self).__name .. " must define get(i) (the i-th sample, i from 1)")
 end
 
 -- TensorDataset(t1, t2, ...): sample i is {t1[i], t2[i], ...} (rows along
@@ -77,15 +78,15 @@ D.TensorDataset = TensorDataset
 
 function TensorDataset:init(...)
   local ts = table.pack(...)
-  if ts.n == 0 then error("TensorDataset: expected at least one tensor", 3) end
+  if ts.n == 0 then fail("TensorDataset: expected at least one tensor") end
   for i = 1, ts.n do
     if not is_tensor(ts[i]) then
-      error(string.format("TensorDataset: argument %d is not a tensor (got %s)", i, type(ts[i])), 3)
+      fail(string.format("TensorDataset: argument %d is not a tensor (got %s)", i, type(ts[i])))
     end
-    if ts[i]:dim() == 0 then error("TensorDataset: tensors must have at least one dimension", 3) end
+    if ts[i]:dim() == 0 then fail("TensorDataset: tensors must have at least one dimension") end
     if ts[i]:size(1) ~= ts[1]:size(1) then
-      error(string.format("Size mismatch between tensors: tensor 1 has %d rows, tensor %d has %d",
-        ts[1]:size(1), i, ts[i]:size(1)), 3)
+      fail(string.format("Size mismatch between tensors: tensor 1 has %d rows, tensor %d has %d",
+        ts[1]:size(1), i, ts[i]:size(1)))
     end
   end
   self.tensors = { table.unpack(ts, 1, ts.n) }
@@ -96,7 +97,7 @@ function TensorDataset:__len() return self.tensors[1]:size(1) end
 function TensorDataset:get(i)
   local n = self.tensors[1]:size(1)
   if math.type(i) ~= "integer" or i < 1 or i > n then
-    error(string.format("TensorDataset:get: index %s out of range 1..%d", tostring(i), n), 2)
+    fail(string.format("TensorDataset:get: index %s out of range 1..%d", tostring(i), n))
   end
   local r = {}
   for k, t in ipairs(self.tensors) do r[k] = t[i] end
@@ -143,7 +144,7 @@ local function default_collate(samples)
       local n = #elem
       for _, s in ipairs(samples) do
         if type(s) ~= "table" or #s ~= n then
-          error("each element in list of batch should be of equal size", 3)
+          fail("each element in list of batch should be of equal size")
         end
       end
       local r = {}
@@ -176,14 +177,14 @@ D.DataLoader = DataLoader
 local function new_loader(_, dataset, opts)
   opts = opts or {}
   if type(dataset) ~= "table" then
-    error("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset), 2)
+    fail("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset))
   end
   local bs = opts.batch_size == nil and 1 or opts.batch_size
   if math.type(bs) ~= "integer" or bs < 1 then
-    error("batch_size should be a positive integer value, but got batch_size=" .. tostring(bs), 2)
+    fail("batch_size should be a positive integer value, but got batch_size=" .. tostring(bs))
   end
   if opts.collate_fn ~= nil and type(opts.collate_fn) ~= "function" then
-    error("DataLoader: collate_fn must be a function", 2)
+    fail("DataLoader: collate_fn must be a function")
   end
   local self = setmetatable({
     dataset = dataset,
