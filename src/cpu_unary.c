@@ -6,7 +6,8 @@
 #include "cpu_iter.h"
 #include "cpu_math.h"
 
-static inline double sgn(double x) { return x != x ? x : (x > 0) - (x < 0); }
+/* PyTorch's sign: (0 < x) - (x < 0), so sign(NaN) and sign(-0.0) are 0 */
+static inline double sgn(double x) { return (x > 0) - (x < 0); }
 
 typedef struct { double lo, hi; } un_ctx;
 
@@ -24,9 +25,12 @@ typedef struct { double lo, hi; } un_ctx;
     }                                                                         \
   }
 
-/* clamp with NaN bounds meaning "no bound"; NaN inputs stay NaN */
-#define CLAMP(x, T) ((x) != (x) ? (x) : (ctx->lo == ctx->lo && (x) < (T)ctx->lo) ? (T)ctx->lo \
-                     : (ctx->hi == ctx->hi && (x) > (T)ctx->hi) ? (T)ctx->hi : (x))
+/* clamp with NaN bounds meaning "no bound"; NaN inputs stay NaN. As in
+ * PyTorch it is min(max(x, lo), hi): when lo > hi every value becomes hi
+ * (the max bound is applied last). */
+#define CLAMP_LO(x, T) ((ctx->lo == ctx->lo && (x) < (T)ctx->lo) ? (T)ctx->lo : (x))
+#define CLAMP(x, T) ((x) != (x) ? (x) : (ctx->hi == ctx->hi && CLAMP_LO(x, T) > (T)ctx->hi) ? (T)ctx->hi \
+                     : CLAMP_LO(x, T))
 
 #define FLOAT_ULOOPS(T, S, EXP, M)                                               \
   ULOOP(neg_##S, T, T, -x)                                                       \

@@ -131,8 +131,17 @@ static gs_status scalar_tensor(const gs_tensor *a, gs_scalar s, gs_dtype dt, gs_
   return gs_full(gs_tensor_device(a), dt, 0, NULL, s, out);
 }
 
+/* PyTorch refuses an integer tensor to a negative integer (Lua number)
+ * power; with a tensor exponent the kernel's 0 / +-1 results stand. */
+static gs_status check_int_pow(gs_binary_op op, gs_dtype promoted, gs_scalar s, bool reversed) {
+  if (op == GS_B_POW && !reversed && !s.is_float && s.i < 0 && !gs_dtype_is_float(promoted))
+    return gs_error("Integers to negative integer powers are not allowed.");
+  return GS_OK;
+}
+
 gs_status gs_binary_scalar(gs_binary_op op, const gs_tensor *a, gs_scalar s, bool reversed, gs_tensor **out) {
   gs_dtype promoted = gs_result_type_scalar(a, s);
+  GS_TRY(check_int_pow(op, promoted, s, reversed));
   gs_tensor *st;
   GS_TRY(scalar_tensor(a, s, gs_compute_dtype(promoted), &st));
   gs_status r = reversed ? binary_compute(op, st, a, promoted, out) : binary_compute(op, a, st, promoted, out);
@@ -198,6 +207,7 @@ gs_status gs_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b) {
 
 gs_status gs_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s) {
   gs_dtype promoted = gs_result_type_scalar(a, s);
+  GS_TRY(check_int_pow(op, promoted, s, false));
   gs_tensor *st;
   GS_TRY(scalar_tensor(a, s, gs_compute_dtype(promoted) == a->dtype ? a->dtype : gs_compute_dtype(promoted), &st));
   gs_status r = binary_inplace(op, a, st, promoted);
