@@ -1,0 +1,176 @@
+/* binary.cu: binary elementwise kernels for float32, float64 and int64,
+ * the CUDA versions of cpu_binary.c with the same semantics: PyTorch's
+ * floor division and remainder (sign of the divisor), NaN-propagating
+ * maximum/minimum, wrapping integer arithmetic, and float32 floor_divide,
+ * remainder and pow computed in double as the CPU does. Inputs arrive
+ * broadcast (stride 0), so one N-d strided index computation serves all
+ * shapes, with a dense path when every operand is contiguous. Integer
+ * division by zero sets a device flag that is read back after the kernel
+ * and reported as Python's ZeroDivisionError. */
+#include <type_traits>
+#include "common.cuh"
+
+__device__ __forceinline__ double f_floordiv(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysign(0.0, a / b);
+  double fl = floor(div);
+  return div - fl > 0.5 ? fl + 1.0 : fl;
+}
+
+__device__ __forceinline__ double f_rem(double a, double b) {
+  double r = fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+__device__ __forceinline__ int64_t i_floordiv(int64_t a, int64_t b, int *zero_div) {
+  if (b == 0) { *zero_div = 1; return 0; }
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+__device__ __forceinline__ int64_t i_rem(int64_t a, int64_t b, int *zero_div) {
+  if (b == 0) { *zero_div = 1; return 0; }
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+__device__ __forceinline__ int64_t i_pow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, base = (uint64_t)a;
+  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
+  return (int64_t)r;
+}
+
+/* The output type of op OP on T: bool (uint8) for comparisons and logic. */
+template <typename T, int OP> struct bin_out {
+  typedef typename std::conditional<(OP >= GS_B_EQ), uint8_t, T>::type type;
+};
+
+template <typename T, int OP>
+__device__ __forceinline__ typename bin_out<T, OP>::type bin_apply(T a, T b, int *zero_div) {
+  constexpr bool is_int = std::is_integral<T>::value;
+  if constexpr (OP == GS_B_ADD) { if constexpr (is_int) return (T)((uint64_t)a + (uint64_t)b); else return a + b; }
+  else if constexpr (OP == GS_B_SUB) { if constexpr (is_int) return (T)((uint64_t)a - (uint64_t)b); else return a - b; }
+  else if constexpr (OP == GS_B_MUL) { if constexpr (is_int) return (T)((uint64_t)a * (uint64_t)b); else return a * b; }
+  else if constexpr (OP == GS_B_DIV) return a / b; /* floats only */
+  else if constexpr (OP == GS_B_FLOOR_DIV) {
+    if constexpr (is_int) return i_floordiv(a, b, zero_div); else return (T)f_floordiv(a, b);
+  } else if constexpr (OP == GS_B_REMAINDER) {
+    if constexpr (is_int) return i_rem(a, b, zero_div); else return (T)f_rem(a, b);
+  } else if constexpr (OP == GS_B_POW) {
+    if constexpr (is_int) return i_pow(a, b); else return (T)pow((double)a, (double)b);
+  } else if constexpr (OP == GS_B_MAXIMUM) {
+    if constexpr (is_int) return a > b ? a : b; else return a != a ? a : b != b ? b : a > b ? a : b;
+  } else if constexpr (OP == GS_B_MINIMUM) {
+    if constexpr (is_int) return a < b ? a : b; else return a != a ? a : b != b ? b : a < b ? a : b;
+  }
+  else if constexpr (OP == GS_B_EQ) return a == b;
+  else if constexpr (OP == GS_B_NE) return a != b;
+  else if constexpr (OP == GS_B_LT) return a < b;
+  else if constexpr (OP == GS_B_LE) return a <= b;
+  else if constexpr (OP == GS_B_GT) return a > b;
+  else if constexpr (OP == GS_B_GE) return a >= b;
+  else if constexpr (OP == GS_B_LOGICAL_AND) return (a != 0) & (b != 0);
+  else return (a != 0) | (b != 0); /* GS_B_LOGICAL_OR */
+}
+
+template <typename T, int OP>
+__global__ void binary_kernel(gs_ew_desc d, typename bin_out<T, OP>::type *out, const T *a, const T *b, int64_t n,
+                              bool dense, int *zero_div) {
+  if (dense) {
+    GS_GRID_LOOP(i, n) out[i] = bin_apply<T, OP>(a[i], b[i], zero_div);
+  } else {
+    GS_GRID_LOOP(i, n) {
+      int64_t off[3];
+      gs_ew_offsets<3>(d, i, off);
+      out[off[0]] = bin_apply<T, OP>(a[off[1]], b[off[2]], zero_div);
+    }
+  }
+}
+
+template <typename T, int OP>
+static gs_status launch(cudaStream_t st, const gs_ew_desc *d, gs_tensor *out, const gs_tensor *a, const gs_tensor *b,
+                        int64_t n, bool dense, int *zero_div) {
+  typedef typename bin_out<T, OP>::type TO;
+  binary_kernel<T, OP><<<gs_grid(n), GS_BLOCK, 0, st>>>(*d, (TO *)gs_tensor_ptr(out), (const T *)gs_tensor_ptr(a),
+                                                        (const T *)gs_tensor_ptr(b), n, dense, zero_div);
+  CUDA_CHECK_LAUNCH();
+  return GS_OK;
+}
+
+#define B_CASE(T, OP) case OP: return launch<T, OP>(st, &d, out, a, b, n, dense, zero_div);
+#define B_COMMON(T)                                                                                  \
+  B_CASE(T, GS_B_ADD) B_CASE(T, GS_B_SUB) B_CASE(T, GS_B_MUL) B_CASE(T, GS_B_FLOOR_DIV)            \
+  B_CASE(T, GS_B_REMAINDER) B_CASE(T, GS_B_POW) B_CASE(T, GS_B_MAXIMUM) B_CASE(T, GS_B_MINIMUM)    \
+  B_CASE(T, GS_B_EQ) B_CASE(T, GS_B_NE) B_CASE(T, GS_B_LT) B_CASE(T, GS_B_LE) B_CASE(T, GS_B_GT)   \
+  B_CASE(T, GS_B_GE) B_CASE(T, GS_B_LOGICAL_AND) B_CASE(T, GS_B_LOGICAL_OR)
+
+template <typename T>
+static gs_status dispatch(gs_binary_op op, cudaStream_t st, const gs_ew_desc &d, gs_tensor *out, const gs_tensor *a,
+                          const gs_tensor *b, int64_t n, bool dense, int *zero_div) {
+  if constexpr (std::is_integral<T>::value) {
+    /* true division of integers never reaches a kernel: the op layer
+     * casts to float first */
+    switch (op) {
+      B_COMMON(T)
+    default: break;
+    }
+  } else {
+    switch (op) {
+      B_COMMON(T)
+      B_CASE(T, GS_B_DIV)
+    default: break;
+    }
+  }
+  return gs_error("binary op %d: no CUDA kernel for %s", (int)op, gs_dtype_name(a->dtype));
+}
+
+/* Integer floor division and remainder: a device flag records division by
+ * zero; reading it back waits for the kernel (the CPU reports the same
+ * error, and the op layer computes into a temporary so nothing the user
+ * holds is half-written). */
+static gs_status int_division(gs_binary_op op, cudaStream_t st, const gs_ew_desc &d, gs_tensor *out,
+                              const gs_tensor *a, const gs_tensor *b, int64_t n, bool dense) {
+  int index = gs_tensor_device(a).index;
+  int *flag = (int *)gs_cuda_scratch_alloc(index, sizeof(int));
+  if (!flag) return gs_error_code(GS_ERR_OOM, "CUDA out of memory (a 4-byte flag for integer division)");
+  int host_flag = 0;
+  gs_status s = GS_OK;
+  cudaError_t e = cudaMemsetAsync(flag, 0, sizeof(int), st);
+  if (e != cudaSuccess) s = gs_cuda_fail(e, "cudaMemsetAsync(flag)", __FILE__, __LINE__);
+  if (s == GS_OK) s = dispatch<int64_t>(op, st, d, out, a, b, n, dense, flag);
+  if (s == GS_OK) {
+    e = cudaMemcpyAsync(&host_flag, flag, sizeof(int), cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) s = gs_cuda_fail(e, "reading the division-by-zero flag", __FILE__, __LINE__);
+  }
+  gs_cuda_scratch_free(index, flag, sizeof(int));
+  if (s == GS_OK && host_flag) return gs_error("ZeroDivisionError: integer division or modulo by zero");
+  return s;
+}
+
+extern "C" gs_status gs_cuda_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
+  int64_t n = gs_numel(out);
+  if (n == 0) return GS_OK;
+  cudaStream_t st;
+  GS_TRY(gs_stream_of(out, &st));
+  const gs_tensor *ops[3] = {out, a, b};
+  gs_ew_desc d;
+  gs_ew_build(&d, 3, ops);
+  bool dense = gs_ew_dense(&d, 0) && gs_ew_dense(&d, 1) && gs_ew_dense(&d, 2);
+  switch (a->dtype) {
+  case GS_FLOAT32: return dispatch<float>(op, st, d, out, a, b, n, dense, NULL);
+  case GS_FLOAT64: return dispatch<double>(op, st, d, out, a, b, n, dense, NULL);
+  case GS_INT64:
+    if (op == GS_B_FLOOR_DIV || op == GS_B_REMAINDER) return int_division(op, st, d, out, a, b, n, dense);
+    return dispatch<int64_t>(op, st, d, out, a, b, n, dense, NULL);
+  default: return gs_error("binary op %d: no CUDA kernel for %s", (int)op, gs_dtype_name(a->dtype));
+  }
+}

@@ -1,0 +1,124 @@
+/* dtype.cuh: device versions of gs_dtype.c's conversions, bit for bit:
+ * float16 and bfloat16 from and to float (round to nearest even, the same
+ * NaN and overflow handling), float to integer the x86 PyTorch way (NaN
+ * and out of range give INT64_MIN), and loads/stores of any dtype through
+ * a small tagged value, mirroring cpu_copy.c's LD_ and ST_ macros. */
+#ifndef GS_DTYPE_CUH
+#define GS_DTYPE_CUH
+
+#include "common.cuh"
+
+__device__ __forceinline__ float gs_d_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) bits = sign;
+    else { /* subnormal: renormalise */
+      int e = -1;
+      do { e++; man <<= 1; } while (!(man & 0x400));
+      bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+  else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  return __uint_as_float(bits);
+}
+
+__device__ __forceinline__ uint16_t gs_d_float_to_half(float f) {
+  uint32_t x = __float_as_uint(f);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
+  if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);
+  if (absx < 0x38800000u) {
+    if (absx < 0x33000000u) return (uint16_t)sign;
+    uint32_t man = (absx & 0x7fffff) | 0x800000;
+    int shift = 126 - (int)(absx >> 23);
+    uint32_t half_man = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half_man & 1))) half_man++;
+    return (uint16_t)(sign | half_man);
+  }
+  uint32_t h = ((absx >> 13) - ((127 - 15) << 10));
+  uint32_t rem = absx & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+__device__ __forceinline__ float gs_d_bf16_to_float(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+
+__device__ __forceinline__ uint16_t gs_d_float_to_bf16(float f) {
+  uint32_t x = __float_as_uint(f);
+  if ((x & 0x7fffffff) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return (uint16_t)(x >> 16);
+}
+
+__device__ __forceinline__ int64_t gs_d_f64_to_i64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+  return (int64_t)v;
+}
+
+/* One element as loaded: floats as double (exact for every float type),
+ * integers and bool as int64, as cpu_copy.c's LD_ macros give them. */
+struct gs_val { bool is_int; double f; int64_t i; };
+
+__device__ __forceinline__ gs_val gs_d_load(int dt, const char *p) {
+  gs_val v = {false, 0.0, 0};
+  switch (dt) {
+  case GS_FLOAT32: v.f = *(const float *)p; break;
+  case GS_FLOAT64: v.f = *(const double *)p; break;
+  case GS_FLOAT16: v.f = gs_d_half_to_float(*(const uint16_t *)p); break;
+  case GS_BFLOAT16: v.f = gs_d_bf16_to_float(*(const uint16_t *)p); break;
+  case GS_INT64: v.is_int = true; v.i = *(const int64_t *)p; break;
+  case GS_INT32: v.is_int = true; v.i = *(const int32_t *)p; break;
+  case GS_INT16: v.is_int = true; v.i = *(const int16_t *)p; break;
+  case GS_INT8: v.is_int = true; v.i = *(const int8_t *)p; break;
+  case GS_UINT8: v.is_int = true; v.i = *(const uint8_t *)p; break;
+  default: v.is_int = true; v.i = *(const uint8_t *)p != 0; break; /* bool */
+  }
+  return v;
+}
+
+/* Stores v converted to dt the way cpu_copy.c's ST_ macros do: an integer
+ * goes to a float type directly (no detour through double), a float to an
+ * integer type through gs_f64_to_i64 then truncation. */
+__device__ __forceinline__ void gs_d_store(int dt, char *p, gs_val v) {
+  int64_t iv = v.is_int ? v.i : gs_d_f64_to_i64(v.f);
+  switch (dt) {
+  case GS_FLOAT32: *(float *)p = v.is_int ? (float)v.i : (float)v.f; break;
+  case GS_FLOAT64: *(double *)p = v.is_int ? (double)v.i : v.f; break;
+  case GS_FLOAT16: *(uint16_t *)p = gs_d_float_to_half(v.is_int ? (float)v.i : (float)v.f); break;
+  case GS_BFLOAT16: *(uint16_t *)p = gs_d_float_to_bf16(v.is_int ? (float)v.i : (float)v.f); break;
+  case GS_INT64: *(int64_t *)p = iv; break;
+  case GS_INT32: *(int32_t *)p = (int32_t)iv; break;
+  case GS_INT16: *(int16_t *)p = (int16_t)iv; break;
+  case GS_INT8: *(int8_t *)p = (int8_t)iv; break;
+  case GS_UINT8: *(uint8_t *)p = (uint8_t)iv; break;
+  default: *(uint8_t *)p = v.is_int ? v.i != 0 : v.f != 0; break; /* bool */
+  }
+}
+
+/* gs_store_f64 / gs_store_i64 (gs_dtype.c), used by arange. */
+__device__ __forceinline__ void gs_d_store_f64(int dt, char *p, double v) {
+  switch (dt) {
+  case GS_FLOAT32: *(float *)p = (float)v; break;
+  case GS_FLOAT64: *(double *)p = v; break;
+  case GS_FLOAT16: *(uint16_t *)p = gs_d_float_to_half((float)v); break;
+  case GS_BFLOAT16: *(uint16_t *)p = gs_d_float_to_bf16((float)v); break;
+  case GS_BOOL: *(uint8_t *)p = v != 0; break;
+  default: {
+    gs_val iv = {true, 0.0, gs_d_f64_to_i64(v)};
+    gs_d_store(dt, p, iv);
+  }
+  }
+}
+
+__device__ __forceinline__ void gs_d_store_i64(int dt, char *p, int64_t v) {
+  if (dt == GS_INT64 || dt == GS_INT32 || dt == GS_INT16 || dt == GS_INT8 || dt == GS_UINT8 || dt == GS_BOOL) {
+    gs_val iv = {true, 0.0, v};
+    gs_d_store(dt, p, iv);
+  } else {
+    gs_d_store_f64(dt, p, (double)v);
+  }
+}
+
+#endif

@@ -1,0 +1,61 @@
+/* random.cu: uniform, normal and integer fills from the shared Philox
+ * stream (src/gs_philox.h, compiled here as __host__ __device__ code):
+ * element i of a draw with (seed, offset) depends only on (seed,
+ * offset + i), so a seed gives the same numbers as cpu_random.c. Uniform
+ * and integer draws are bit-identical; normal draws use the device's
+ * double log/sqrt/cos, which may differ from the host's libm in the last
+ * bit of a float64. a + (b - a) * u is rounded step by step (__dmul_rn,
+ * __dadd_rn) because nvcc would otherwise fuse it into one FMA and round
+ * differently from the host. */
+#include "common.cuh"
+#include "gs_philox.h"
+
+template <typename T>
+__global__ void uniform_kernel(T *dst, int64_t n, uint64_t seed, uint64_t offset, double a, double b) {
+  GS_GRID_LOOP(i, n) {
+    uint64_t c = offset + (uint64_t)i;
+    double u = sizeof(T) == 4 ? (double)gs_philox_uniform_f32(seed, c) : gs_philox_uniform_f64(seed, c);
+    dst[i] = (T)__dadd_rn(a, __dmul_rn(b - a, u));
+  }
+}
+
+template <typename T>
+__global__ void normal_kernel(T *dst, int64_t n, uint64_t seed, uint64_t offset, double mean, double std) {
+  GS_GRID_LOOP(i, n) dst[i] = (T)__dadd_rn(mean, __dmul_rn(std, gs_philox_normal(seed, offset + (uint64_t)i)));
+}
+
+/* integers in [lo, lo + range) by the same modulo as the CPU */
+__global__ void int_kernel(int64_t *dst, int64_t n, uint64_t seed, uint64_t offset, int64_t lo, uint64_t range) {
+  GS_GRID_LOOP(i, n) dst[i] = (int64_t)((uint64_t)lo + gs_philox_u64(seed, offset + (uint64_t)i) % range);
+}
+
+extern "C" gs_status gs_cuda_random(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a,
+                                    double b) {
+  int64_t n = gs_numel(dst);
+  if (n == 0) return GS_OK;
+  cudaStream_t st;
+  GS_TRY(gs_stream_of(dst, &st));
+  unsigned g = gs_grid(n);
+  void *p = gs_tensor_ptr(dst);
+  bool f32 = dst->dtype == GS_FLOAT32;
+  switch (kind) {
+  case GS_RAND_UNIFORM:
+    if (f32) uniform_kernel<float><<<g, GS_BLOCK, 0, st>>>((float *)p, n, seed, offset, a, b);
+    else uniform_kernel<double><<<g, GS_BLOCK, 0, st>>>((double *)p, n, seed, offset, a, b);
+    break;
+  case GS_RAND_NORMAL:
+    if (f32) normal_kernel<float><<<g, GS_BLOCK, 0, st>>>((float *)p, n, seed, offset, a, b);
+    else normal_kernel<double><<<g, GS_BLOCK, 0, st>>>((double *)p, n, seed, offset, a, b);
+    break;
+  case GS_RAND_INT: {
+    int64_t lo = (int64_t)a;
+    uint64_t range = (uint64_t)((int64_t)b - lo);
+    if (range == 0) return gs_error("random: empty integer range [%lld, %lld)", (long long)lo, (long long)b);
+    int_kernel<<<g, GS_BLOCK, 0, st>>>((int64_t *)p, n, seed, offset, lo, range);
+    break;
+  }
+  default: return gs_error("random: unknown kind %d", (int)kind);
+  }
+  CUDA_CHECK_LAUNCH();
+  return GS_OK;
+}

@@ -1,0 +1,337 @@
+/* backend_cuda.c: the CUDA backend's table: real GPUs through the CUDA
+ * runtime (linked statically, so the binary starts where there is no
+ * driver), kernels from kernels/ (one .cu file per op family), matrix
+ * products from cuda_blas.c.
+ *
+ * Everything is lazy: the device count is asked for on first use, and a
+ * device's stream is created the first time work is queued on it. Each
+ * device has one stream; all of its work, copies included, is queued
+ * there asynchronously, and only copies to the host and synchronize wait.
+ * Because there is one stream per device, freed memory can go straight
+ * back to the cache: any later use of a block is queued after the work
+ * that used it before (cross-device copies make each stream wait for the
+ * other, see cuda_memcpy_d2d).
+ *
+ * The caching allocator keeps freed blocks in size classes (four per
+ * power of two, so at most 25% waste) and hands them out again without
+ * cudaMalloc; empty_cache gives them back with cudaFree. Figures follow
+ * PyTorch: allocated = bytes in live blocks (rounded sizes), reserved =
+ * allocated + cached, max_allocated = the peak since reset_peak. */
+#ifdef GS_HAVE_CUDA
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "backend_cuda.h"
+#include "cuda_kernels.h"
+
+#define MAX_DEVICES 64
+#define NCLASSES (64 * 4)
+#define MIN_BLOCK 512 /* every block is a multiple of this, as in PyTorch */
+
+typedef struct cblock { void *ptr; struct cblock *next; } cblock;
+
+typedef struct {
+  pthread_mutex_t lock;  /* the allocator's figures and bins, and start-up */
+  int started;           /* stream created (read with acquire) */
+  cudaStream_t stream;
+  cblock *bins[NCLASSES];
+  size_t allocated, peak, cached;
+  signed char peer[MAX_DEVICES]; /* 0 unknown, 1 peer access enabled, -1 none */
+} cuda_dev;
+
+static cuda_dev devs[MAX_DEVICES];
+static int ndevices;
+static char unavailable[256];
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+/* The first question to the driver. Failure of any kind means no devices. */
+static void probe(void) {
+  for (int i = 0; i < MAX_DEVICES; i++) pthread_mutex_init(&devs[i].lock, NULL);
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    snprintf(unavailable, sizeof unavailable, "%s", cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    n = 0;
+  } else if (n == 0) {
+    snprintf(unavailable, sizeof unavailable, "no CUDA-capable device is detected");
+  }
+  ndevices = n > MAX_DEVICES ? MAX_DEVICES : n;
+}
+
+int gs_cuda_real_device_count(void) {
+  pthread_once(&probe_once, probe);
+  return ndevices;
+}
+
+const char *gs_cuda_unavailable_reason(void) { return unavailable; }
+
+gs_status gs_cuda_fail(cudaError_t err, const char *expr, const char *file, int line) {
+  (void)cudaGetLastError(); /* clears the error unless it is sticky */
+  gs_status code = err == cudaErrorMemoryAllocation ? GS_ERR_OOM : GS_ERR;
+  return gs_error_code(code, "CUDA error: %s (%s) in %s at %s:%d", cudaGetErrorString(err), cudaGetErrorName(err),
+                       expr, file, line);
+}
+
+static bool valid(int index) { return index >= 0 && index < gs_cuda_real_device_count(); }
+
+/* Makes index current for this thread and its stream ready. */
+gs_status gs_cuda_stream(int index, cudaStream_t *out) {
+  if (!valid(index)) return gs_error("cuda:%d is not available (%d CUDA devices)", index, gs_cuda_real_device_count());
+  cuda_dev *d = &devs[index];
+  CUDA_CHECK(cudaSetDevice(index));
+  if (!__atomic_load_n(&d->started, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&d->lock);
+    cudaError_t e = cudaSuccess;
+    if (!d->started) {
+      e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+      if (e == cudaSuccess) __atomic_store_n(&d->started, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (e != cudaSuccess) return gs_cuda_fail(e, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+  }
+  *out = d->stream;
+  return GS_OK;
+}
+
+/* ---- the caching allocator ---- */
+
+/* Size classes: 4 steps per power of two from MIN_BLOCK up. */
+static int size_class(size_t n, size_t *rounded) {
+  if (n < MIN_BLOCK) n = MIN_BLOCK;
+  int k = 63 - __builtin_clzll((unsigned long long)n);
+  size_t base = (size_t)1 << k, step = base / 4;
+  size_t q = (n - base + step - 1) / step;
+  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
+  *rounded = base + q * step;
+  return k * 4 + (int)q;
+}
+
+/* Gives every cached block of a device back to the driver. */
+static void release_cached(int index) {
+  cuda_dev *d = &devs[index];
+  cblock *all = NULL;
+  pthread_mutex_lock(&d->lock);
+  for (int c = 0; c < NCLASSES; c++) {
+    while (d->bins[c]) {
+      cblock *b = d->bins[c];
+      d->bins[c] = b->next;
+      b->next = all;
+      all = b;
+    }
+  }
+  d->cached = 0;
+  int started = d->started;
+  pthread_mutex_unlock(&d->lock);
+  if (!all) return;
+  if (cudaSetDevice(index) == cudaSuccess && started) (void)cudaStreamSynchronize(d->stream);
+  while (all) {
+    cblock *next = all->next;
+    (void)cudaFree(all->ptr);
+    free(all);
+    all = next;
+  }
+  (void)cudaGetLastError();
+}
+
+static void *cuda_alloc(int index, size_t nbytes) {
+  cudaStream_t st;
+  if (gs_cuda_stream(index, &st) != GS_OK) return NULL;
+  cuda_dev *d = &devs[index];
+  size_t rounded;
+  int c = size_class(nbytes, &rounded);
+  void *p = NULL;
+  pthread_mutex_lock(&d->lock);
+  cblock *b = d->bins[c];
+  if (b) { d->bins[c] = b->next; d->cached -= rounded; p = b->ptr; }
+  pthread_mutex_unlock(&d->lock);
+  free(b);
+  if (!p && cudaMalloc(&p, rounded) != cudaSuccess) {
+    /* out of memory: drop the cached blocks of other sizes, try again */
+    (void)cudaGetLastError();
+    release_cached(index);
+    p = NULL;
+    if (cudaSetDevice(index) != cudaSuccess || cudaMalloc(&p, rounded) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return NULL;
+    }
+  }
+  pthread_mutex_lock(&d->lock);
+  d->allocated += rounded;
+  if (d->allocated > d->peak) d->peak = d->allocated;
+  pthread_mutex_unlock(&d->lock);
+  return p;
+}
+
+/* Back to the cache, no CUDA call (safe at exit, after the runtime is gone). */
+static void cuda_free(int index, void *p, size_t nbytes) {
+  if (!p || index < 0 || index >= MAX_DEVICES) return;
+  cuda_dev *d = &devs[index];
+  size_t rounded;
+  int c = size_class(nbytes, &rounded);
+  cblock *b = malloc(sizeof *b);
+  pthread_mutex_lock(&d->lock);
+  d->allocated -= rounded;
+  if (b) {
+    b->ptr = p;
+    b->next = d->bins[c];
+    d->bins[c] = b;
+    d->cached += rounded;
+  }
+  pthread_mutex_unlock(&d->lock);
+  if (!b && cudaSetDevice(index) == cudaSuccess) (void)cudaFree(p); /* no host memory for the list */
+}
+
+void *gs_cuda_scratch_alloc(int index, size_t nbytes) { return cuda_alloc(index, nbytes); }
+void gs_cuda_scratch_free(int index, void *ptr, size_t nbytes) { cuda_free(index, ptr, nbytes); }
+
+static void cuda_empty_cache(int index) {
+  if (valid(index)) release_cached(index);
+}
+
+static void cuda_mem_stats(int index, gs_mem_stats *s) {
+  memset(s, 0, sizeof *s);
+  if (!valid(index)) return;
+  cuda_dev *d = &devs[index];
+  pthread_mutex_lock(&d->lock);
+  s->allocated = d->allocated;
+  s->max_allocated = d->peak;
+  s->reserved = d->allocated + d->cached;
+  pthread_mutex_unlock(&d->lock);
+  size_t fr = 0, total = 0;
+  if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&fr, &total) == cudaSuccess) {
+    s->free = fr;
+    s->total = total;
+  }
+  (void)cudaGetLastError();
+}
+
+static void cuda_reset_peak(int index) {
+  if (!valid(index)) return;
+  cuda_dev *d = &devs[index];
+  pthread_mutex_lock(&d->lock);
+  d->peak = d->allocated;
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- copies ---- */
+
+/* The host buffer is the engine's ordinary (pageable) memory, which the
+ * runtime stages before cudaMemcpyAsync returns: the caller may free or
+ * reuse it at once. */
+static gs_status cuda_memcpy_h2d(int index, void *dst, const void *src, size_t n) {
+  cudaStream_t st;
+  GS_TRY(gs_cuda_stream(index, &st));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st));
+  return GS_OK;
+}
+
+static gs_status cuda_memcpy_d2h(int index, void *dst, const void *src, size_t n) {
+  cudaStream_t st;
+  GS_TRY(gs_cuda_stream(index, &st));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, st));
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  return GS_OK;
+}
+
+/* Enables access from device di to si's memory once, where the hardware
+ * allows; without it cudaMemcpyPeerAsync still works (through the host). */
+static void enable_peer(int di, int si) {
+  cuda_dev *d = &devs[di];
+  pthread_mutex_lock(&d->lock);
+  if (d->peer[si] == 0) {
+    int can = 0;
+    d->peer[si] = -1;
+    if (cudaDeviceCanAccessPeer(&can, di, si) == cudaSuccess && can && cudaSetDevice(di) == cudaSuccess) {
+      cudaError_t e = cudaDeviceEnablePeerAccess(si, 0);
+      if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) d->peer[si] = 1;
+    }
+    (void)cudaGetLastError();
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* Same device: one async copy. Two devices: the copy is queued on the
+ * destination's stream after the source's pending work (an event), and
+ * the source's stream then waits for the copy, so neither buffer is
+ * reused under it. Never fails for lack of peer access: the runtime
+ * stages through the host itself, so the engine's bounce is not needed. */
+static gs_status cuda_memcpy_d2d(int di, void *dst, int si, const void *src, size_t n) {
+  cudaStream_t ds, ss;
+  if (di == si) {
+    GS_TRY(gs_cuda_stream(di, &ds));
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, ds));
+    return GS_OK;
+  }
+  GS_TRY(gs_cuda_stream(si, &ss));
+  GS_TRY(gs_cuda_stream(di, &ds));
+  enable_peer(di, si);
+  cudaEvent_t src_ready = NULL, copied = NULL;
+  gs_status s = GS_OK;
+  cudaError_t e = cudaSetDevice(si);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&src_ready, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(src_ready, ss);
+  if (e == cudaSuccess) e = cudaSetDevice(di);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(ds, src_ready, 0);
+  if (e == cudaSuccess) e = cudaMemcpyPeerAsync(dst, di, src, si, n, ds);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&copied, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(copied, ds);
+  if (e == cudaSuccess) e = cudaSetDevice(si);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(ss, copied, 0);
+  if (e != cudaSuccess) s = gs_cuda_fail(e, "copy between devices", __FILE__, __LINE__);
+  /* destroying a pending event is allowed: it is released once it completes */
+  if (src_ready) (void)cudaEventDestroy(src_ready);
+  if (copied) (void)cudaEventDestroy(copied);
+  if (s == GS_OK) CUDA_CHECK(cudaSetDevice(di));
+  return s;
+}
+
+/* Waits for the device's queued work; a device never used has none. */
+static gs_status cuda_synchronize(int index) {
+  if (!valid(index)) return gs_error("cuda:%d is not available", index);
+  if (!__atomic_load_n(&devs[index].started, __ATOMIC_ACQUIRE)) return GS_OK;
+  CUDA_CHECK(cudaSetDevice(index));
+  CUDA_CHECK(cudaStreamSynchronize(devs[index].stream));
+  return GS_OK;
+}
+
+gs_status gs_cuda_get_properties(int index, gs_cuda_props *out) {
+  memset(out, 0, sizeof *out);
+  if (!valid(index)) return gs_error("cuda:%d is not available (%d CUDA devices)", index, gs_cuda_real_device_count());
+  struct cudaDeviceProp p;
+  CUDA_CHECK(cudaGetDeviceProperties(&p, index));
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  out->total_memory = p.totalGlobalMem;
+  out->major = p.major;
+  out->minor = p.minor;
+  out->multi_processor_count = p.multiProcessorCount;
+  return GS_OK;
+}
+
+const gs_backend gs_backend_cuda = {
+  .name = "cuda",
+  .alloc = cuda_alloc,
+  .free = cuda_free,
+  .empty_cache = cuda_empty_cache,
+  .mem_stats = cuda_mem_stats,
+  .reset_peak = cuda_reset_peak,
+  .memcpy_h2d = cuda_memcpy_h2d,
+  .memcpy_d2h = cuda_memcpy_d2h,
+  .memcpy_d2d = cuda_memcpy_d2d,
+  .synchronize = cuda_synchronize,
+  .copy = gs_cuda_copy,
+  .fill = gs_cuda_fill,
+  .unary = gs_cuda_unary,
+  .binary = gs_cuda_binary,
+  .reduce = gs_cuda_reduce,
+  .softmax = gs_cuda_softmax,
+  .gemm = gs_cuda_gemm,
+  .arange = gs_cuda_arange,
+  .random = gs_cuda_random,
+  .index_select = gs_cuda_index_select,
+};
+
+#endif /* GS_HAVE_CUDA */
