@@ -42,8 +42,8 @@ void gs_devices_describe(char *buf, size_t n) {
   int k = gs_cuda_device_count();
   const char *sim = sim_count > 0 ? "simulated " : "";
   if (k == 0)
-    snprintf(buf, n, "available: only the cpu; no CUDA devices are present (start gshell with --sim-gpus N, "
-                     "or set GSHELL_SIM_GPUS=N, to simulate some)");
+    snprintf(buf, n, "available: only the cpu, no CUDA devices; start gshell with --sim-gpus N, "
+                     "or set GSHELL_SIM_GPUS=N, to simulate some");
   else if (k == 1) snprintf(buf, n, "available: cpu and 1 %sGPU, cuda:0", sim);
   else if (k == 2) snprintf(buf, n, "available: cpu and 2 %sGPUs, cuda:0 and cuda:1", sim);
   else snprintf(buf, n, "available: cpu and %d %sGPUs, cuda:0 to cuda:%d", k, sim, k - 1);

@@ -179,8 +179,8 @@ function cuda.smi_text()
   end
   line(bar)
   if sim then
-    line(string.format("These %d GPUs are simulated by gshell: each has its own memory accounting (capped at %s),",
-      n, M.format_bytes(cuda.get_device_properties(0).total_memory)))
+    line(string.format("%s simulated by gshell: each has its own memory accounting (capped at %s),",
+      n == 1 and "This GPU is" or ("These " .. n .. " GPUs are"), M.format_bytes(cuda.get_device_properties(0).total_memory)))
     line("but the memory is host memory and the kernels run on the CPU. No real GPU is used.")
   end
   return table.concat(out, "\n")
