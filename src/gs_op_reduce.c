@@ -176,12 +176,17 @@ gs_status gs_allclose(const gs_tensor *a, const gs_tensor *b, double rtol, doubl
   if (s == GS_OK) s = gs_unary(GS_U_ABS, fb, NULL, &ab);
   if (s == GS_OK) s = gs_binary_scalar(GS_B_MUL, ab, gs_scalar_f(rtol), false, &tol);
   if (s == GS_OK) s = gs_binary_scalar(GS_B_ADD, tol, gs_scalar_f(atol), false, &tol2);
-  if (s == GS_OK) s = gs_binary(GS_B_LE, ad, tol2, &ok);
+  /* PyTorch's isclose only accepts a finite error: inf vs -inf (or a
+   * finite value vs inf) has |a - b| = inf <= rtol * inf and would pass */
+  gs_tensor *le = NULL, *fin = NULL;
+  if (s == GS_OK) s = gs_binary(GS_B_LE, ad, tol2, &le);
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_LT, ad, gs_scalar_f(INFINITY), false, &fin);
+  if (s == GS_OK) s = gs_binary(GS_B_LOGICAL_AND, le, fin, &ok);
   if (s == GS_OK) s = gs_binary(GS_B_EQ, fa, fb, &eq); /* equal infinities are close */
   if (s == GS_OK) s = gs_binary(GS_B_LOGICAL_OR, ok, eq, &ok2);
   if (s == GS_OK) s = gs_all_any(ok2, false, &all);
   if (s == GS_OK) s = read_bool(all, out);
-  gs_tensor *ts[] = {fa, fb, d, ad, ab, tol, tol2, ok, eq, ok2, all};
+  gs_tensor *ts[] = {fa, fb, d, ad, ab, tol, tol2, le, fin, ok, eq, ok2, all};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) gs_tensor_release(ts[i]);
   return s;
 }
