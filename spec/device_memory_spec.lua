@@ -146,7 +146,7 @@ describe("device memory", function()
         err(torch.empty, 8 * MiB, { device = "cuda:0" }))
       assert.are.equal("CUDA out of memory. Tried to allocate 2.00 GiB on cuda:1 (64.00 MiB free of 64.00 MiB)",
         err(torch.zeros, 1 << 29, { device = "cuda:1" }))
-      -- a rounded request: 40 MiB + 4 bytes asks for 40 MiB + 512
+      -- the message names the tensor's size (40 MiB + 4 bytes; the block would be 40 MiB + 512)
       assert.matches("Tried to allocate 40.00 MiB on cuda:0", err(torch.empty, 10 * MiB + 1, { device = "cuda:0" }),
         nil, true)
       assert.is_true(cuda.memory_stats(0)["num_ooms"] >= 1)
