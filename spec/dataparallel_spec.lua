@@ -1,0 +1,180 @@
+-- dataparallel_spec.lua: nn.DataParallel on 3 CUDA devices (simulated
+-- when the machine has none): the book's splits (30 -> 10, 10, 10 and
+-- 10 -> 4, 4, 2), outputs gathered on output_device equal to the plain
+-- module's, gradients reaching the master parameters, state_dict keys
+-- with the module. prefix, and the no-GPU fallback.
+local torch = require("torch")
+local H = require("helpers")
+local nn = torch.nn
+
+local function it_autograd(name, fn)
+  if torch.no_grad == nil then
+    pending(name .. " -- needs autograd (torch.no_grad is missing)")
+  else
+    it(name, fn)
+  end
+end
+
+local simulated = false
+local function gpus(n)
+  local have = torch.cuda.device_count()
+  if have == 0 and torch._sim_configure and not simulated then
+    torch._sim_configure(n)
+    simulated = true
+    have = n
+  end
+  return have >= n
+end
+
+-- The book's Model, recording the batch size each replica saw and where.
+local Model = nn.Module:extend("Model")
+function Model:init(input_size, output_size, log)
+  self.fc = nn.Linear(input_size, output_size)
+  self.log = log
+end
+function Model:forward(input)
+  local output = self.fc(input)
+  if self.log then
+    self.log[#self.log + 1] = { input:size(1), output:size(1), tostring(input.device), tostring(self.fc.weight.device) }
+  end
+  return output
+end
+
+describe("nn.DataParallel", function()
+  teardown(function()
+    if simulated then collectgarbage(); torch._sim_configure(0) end
+  end)
+
+  it("splits 30 into 10, 10, 10 and 10 into 4, 4, 2 over 3 devices", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local log = {}
+    local model = nn.DataParallel(Model(5, 2, log))
+    model:to("cuda:0")
+    for _, n in ipairs({ 30, 10 }) do
+      local out = model(torch.randn(n, 5, { device = "cuda:0" }))
+      assert.are.same({ n, 2 }, H.shape(out))
+      assert.are.equal(torch.device("cuda:0"), out.device)
+    end
+    local sizes, devs = {}, {}
+    for i, e in ipairs(log) do
+      sizes[i] = e[1]
+      devs[i] = e[3]
+      assert.are.equal(e[3], e[4]) -- each replica's weights live with its input
+    end
+    assert.are.same({ 10, 10, 10, 4, 4, 2 }, sizes)
+    local d0, d1, d2 = "device(type='cuda', index=0)", "device(type='cuda', index=1)", "device(type='cuda', index=2)"
+    assert.are.same({ d0, d1, d2, d0, d1, d2 }, devs)
+  end)
+
+  it("a batch smaller than the device count uses fewer replicas", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local log = {}
+    local model = nn.DataParallel(Model(5, 2, log)):to("cuda:0")
+    local out = model(torch.randn(2, 5))   -- a CPU input is scattered too
+    assert.are.same({ 2, 2 }, H.shape(out))
+    assert.are.equal(2, #log)
+  end)
+
+  it("gathers on output_device the same values the plain module computes", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local inner = Model(5, 2)
+    local model = nn.DataParallel(inner, { device_ids = { 0, 1, 2 }, output_device = 1 }):cuda()
+    local x = torch.randn(30, 5, { device = "cuda:0" })
+    local out = model(x)
+    assert.are.equal(torch.device("cuda:1"), out.device)
+    local plain = inner(x)
+    assert.is_true(out:cpu():allclose(plain:cpu(), 1e-6, 1e-6))
+    -- the same with 10 rows (uneven chunks)
+    local x10 = torch.randn(10, 5, { device = "cuda:0" })
+    assert.is_true(model(x10):cpu():allclose(inner(x10):cpu(), 1e-6, 1e-6))
+  end)
+
+  it("splits along another dim when asked", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local log = {}
+    local model = nn.DataParallel(Model(5, 2, log), { dim = 2 }):to("cuda:0")
+    local out = model(torch.randn(4, 6, 5, { device = "cuda:0" }))
+    assert.are.same({ 4, 6, 2 }, H.shape(out))
+    assert.are.same({ 4, 4, 4 }, { log[1][1], log[2][1], log[3][1] })
+  end)
+
+  it("uses a subset of devices given as device_ids", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local log = {}
+    local model = nn.DataParallel(Model(5, 2, log), { device_ids = { 1, 2 } }):to("cuda:1")
+    local out = model(torch.randn(30, 5))
+    assert.are.equal(torch.device("cuda:1"), out.device)
+    assert.are.same({ 15, 15 }, { log[1][1], log[2][1] })
+    assert.are.equal("device(type='cuda', index=2)", log[2][3])
+  end)
+
+  it("refuses a module that is not on device_ids[1], as PyTorch does", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local model = nn.DataParallel(Model(5, 2))
+    H.errors(function() model(torch.randn(6, 5)) end,
+      "module must have its parameters and buffers on device cuda:0 (device_ids[1]) but found one of them on device: cpu")
+    H.errors(function() nn.DataParallel(Model(5, 2), { device_ids = { 0, 5 } }) end, "device_ids has cuda:5")
+  end)
+
+  it_autograd("gradients from every replica reach the master parameters", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local inner = Model(5, 2)
+    local model = nn.DataParallel(inner):to("cuda:0")
+    local x = torch.randn(10, 5, { device = "cuda:0" })
+    model(x):pow(2):sum():backward()
+    local g_dp = inner.fc.weight.grad:cpu()
+    local gb_dp = inner.fc.bias.grad:cpu()
+    assert.are.equal(torch.device("cuda:0"), inner.fc.weight.grad.device)
+    model:zero_grad()
+    inner(x):pow(2):sum():backward()
+    assert.is_true(g_dp:allclose(inner.fc.weight.grad:cpu(), 1e-5, 1e-6))
+    assert.is_true(gb_dp:allclose(inner.fc.bias.grad:cpu(), 1e-5, 1e-6))
+  end)
+
+  it_autograd("trains: a step through DataParallel equals a step on the plain module", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    torch.manual_seed(5)
+    local a = Model(5, 2)
+    local b = Model(5, 2)
+    b:load_state_dict(a:state_dict())
+    local dp = nn.DataParallel(a):to("cuda:0")
+    b:to("cuda:0")
+    local oa = torch.optim.SGD(dp:parameters(), { lr = 0.1, momentum = 0.9 })
+    local ob = torch.optim.SGD(b:parameters(), { lr = 0.1, momentum = 0.9 })
+    local x = torch.randn(30, 5, { device = "cuda:0" })
+    local y = torch.randn(30, 2, { device = "cuda:0" })
+    local loss = nn.MSELoss()
+    for _ = 1, 3 do
+      oa:zero_grad(); loss(dp(x), y):backward(); oa:step()
+      ob:zero_grad(); loss(b(x), y):backward(); ob:step()
+    end
+    assert.is_true(a.fc.weight:detach():cpu():allclose(b.fc.weight:detach():cpu(), 1e-5, 1e-6))
+  end)
+
+  it("state_dict keys start with module.; module is the wrapped model", function()
+    local inner = Model(5, 2)
+    local model = nn.DataParallel(inner)
+    assert.is_true(rawequal(inner, model.module))
+    assert.are.same({ "module.fc.weight", "module.fc.bias" }, model:state_dict().__keys)
+    assert.are.same({ "fc.weight", "fc.bias" }, model.module:state_dict().__keys)
+    -- the wrapped model's state dict loads into a plain model
+    local plain = Model(5, 2)
+    plain:load_state_dict(model.module:state_dict())
+    assert.is_true(plain.fc.weight:equal(inner.fc.weight))
+  end)
+
+  it("without CUDA devices it just calls the module", function()
+    if torch.cuda.device_count() > 0 and not simulated then return pending("CUDA devices are present") end
+    if simulated then
+      collectgarbage()
+      torch._sim_configure(0)
+      simulated = false
+    end
+    local log = {}
+    local model = nn.DataParallel(Model(5, 2, log))
+    assert.are.same({}, model.device_ids)
+    local out = model(torch.randn(30, 5))
+    assert.are.same({ 30, 2 }, H.shape(out))
+    assert.are.same({ 30 }, { log[1][1] })
+  end)
+end)
