@@ -88,6 +88,23 @@ describe("device memory", function()
     assert.are.same({ 64 * MiB, 64 * MiB }, { cuda.mem_get_info(0) })
   end)
 
+  it("a <close> tensor gives its block back when its block of code ends", function()
+    do
+      local x <close> = block(MiB, "cuda:0")
+      assert.are.equal(MiB, cuda.memory_allocated(0))
+    end
+    assert.are.equal(0, cuda.memory_allocated(0))
+    assert.are.equal(MiB, cuda.memory_reserved(0))
+    for _ = 1, 10 do
+      local a <close> = block(MiB, "cuda:0")
+      local b <close> = a * 2
+    end
+    assert.are.equal(0, cuda.memory_allocated(0))
+    -- two 1 MiB blocks reused by every iteration, and the 512-byte block of
+    -- the 0-d tensor that carries the scalar 2 into the multiplication
+    assert.are.equal(2 * MiB + 512, cuda.memory_reserved(0))
+  end)
+
   it("empty_cache keeps live tensors and releases every device's cache", function()
     local keep = block(MiB, "cuda:0")
     local a, b = block(MiB, "cuda:0"), block(2 * MiB, "cuda:1")
