@@ -86,8 +86,9 @@ gs_status gs_matmul(const gs_tensor *a, const gs_tensor *b, gs_tensor **out) {
     if (a_vec && b_vec) return gs_error("inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number of elements, but got %lld and %lld elements respectively", (long long)K, (long long)K2, (long long)K, (long long)K2);
     return shapes_error(a, b, M, K, K2, N);
   }
-  /* broadcast batch dims */
-  int nb;
+  /* broadcast batch dims (nb stays 0 when they cannot be: the loops below
+   * run before s is checked, and an uninitialised nb crashed them) */
+  int nb = 0;
   int64_t batch[GS_MAX_DIMS];
   s = gs_broadcast_shapes(an - 2, av->shape, bn - 2, bv->shape, &nb, batch);
   int64_t B = 1;
