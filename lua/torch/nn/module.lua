@@ -159,7 +159,6 @@ local function named_list(list)
   local pos = {}
   for i, kv in ipairs(list) do pos[kv[1]] = i end
   return setmetatable(list, {
-    __name = "named list",
     __call = function(self, _, prev)
       local i = prev == nil and 1 or (pos[prev] or #self) + 1
       local kv = self[i]
