@@ -116,9 +116,9 @@ gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const
   char *dst = gs_tensor_ptr(out);
   for (int64_t j = 0; j < nidx; j++) {
     int64_t k = ix[j * istride];
-    if (k < 0 || k >= size)
-      return gs_error("index %lld is out of bounds for dimension %d with size %lld",
-                      (long long)k, dim, (long long)size);
+    if (k < 0 || k >= size) /* reported 1-based, as Lua passed them */
+      return gs_error("index %lld is out of bounds for dimension %d with size %lld (valid: 1 to %lld)",
+                      (long long)k + 1, dim + 1, (long long)size, (long long)size);
   }
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < nidx; j++)
