@@ -96,3 +96,27 @@ bench: all
 
 clean:
 	rm -rf build build-san
+
+# `make gpu-bundle`: a self-contained gshell for a GPU machine that may
+# lack this one's packages, with the CUDA check script, in
+# $(BUILD)/gpu-bundle.tar.gz. Lua, readline (with terminfo), OpenBLAS
+# (with its Fortran runtime) and the C++ runtime are linked statically,
+# cudart is static already; glibc stays dynamic (cuBLAS is dlopen'ed from
+# the target machine's CUDA installation). Run there as
+#   tar xzf gpu-bundle.tar.gz && gpu-bundle/gshell gpu-bundle/gpu_check.lua
+BUNDLE_DIR  := $(BUILD)/gpu-bundle
+STATIC_LIBS := /usr/lib/x86_64-linux-gnu/liblua5.4.a /usr/lib/x86_64-linux-gnu/libreadline.a \
+               /usr/lib/x86_64-linux-gnu/libtinfo.a /usr/lib/x86_64-linux-gnu/libopenblas.a \
+               -l:libgfortran.a -l:libquadmath.a -l:libstdc++.a -static-libgcc
+gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
+	@test "$(CUDA)" = 1 || { echo "gpu-bundle: nvcc not found (CUDA=0): the bundle would have no CUDA backend"; exit 1; }
+	rm -rf $(BUNDLE_DIR) $(BUILD)/gpu-bundle.tar.gz
+	mkdir -p $(BUNDLE_DIR)
+	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(SHELL_OBJS) $(STATIC_LIBS) \
+	  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -ldl -lrt -lpthread -Wl,-E
+	cp tools/gpu_check.lua $(BUNDLE_DIR)/
+	printf '%s\n' '#!/bin/sh' '# Runs the CUDA check next to this script: ./run_gpu_check.sh [cuda:N] [-v]' \
+	  'cd "$$(dirname "$$0")" && exec ./gshell gpu_check.lua "$$@"' > $(BUNDLE_DIR)/run_gpu_check.sh
+	chmod +x $(BUNDLE_DIR)/run_gpu_check.sh
+	tar -C $(BUILD) -czf $(BUILD)/gpu-bundle.tar.gz gpu-bundle
+	@echo "$(BUILD)/gpu-bundle.tar.gz: gshell, gpu_check.lua, run_gpu_check.sh"

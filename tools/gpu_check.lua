@@ -1,0 +1,594 @@
+-- gpu_check.lua: runs every engine operation on a CUDA device and on the
+-- CPU and compares the results, printing one PASS/FAIL line per check and
+-- a summary. For a machine with a real GPU (the CUDA kernels cannot be
+-- run where they are built); on simulated devices it checks the script.
+--
+--   build/gshell tools/gpu_check.lua [cuda:N] [--verbose]
+--   LUA_CPATH='build/?.so;;' lua5.4 tools/gpu_check.lua
+--   build/gshell --sim-gpus 2 tools/gpu_check.lua      (the script itself)
+--
+-- Exit status: 0 when everything passed, 1 on any failure, 2 when there
+-- is no CUDA device. Written against the user API (/work/shared/API.md):
+-- 1-based dims and indices, options tables, torch.cuda.*.
+
+local torch = rawget(_G, "torch") or require("torch")
+local nn = rawget(_G, "nn") or torch.nn
+
+local args = rawget(_G, "arg") or {}
+local dev, verbose = "cuda:0", false
+for _, a in ipairs(args) do
+  if a == "--verbose" or a == "-v" then verbose = true
+  elseif a:match("^cuda") then dev = a end
+end
+
+if torch.cuda.device_count() == 0 then
+  print("gpu_check: no CUDA device is visible (torch.cuda.device_count() == 0); nothing to check")
+  os.exit(2)
+end
+
+local ok_props, props = pcall(torch.cuda.get_device_properties, tonumber(dev:match(":(%d+)")) or 0)
+print(("gpu_check on %s: %s%s"):format(dev, ok_props and props.name or "?",
+  ok_props and props.simulated and " (simulated: CPU kernels)" or ""))
+
+local passed, failed, skipped, infos = 0, 0, 0, {}
+local failures = {}
+
+-- Runs one check; fn raises an error (any value) to fail.
+local function check(name, fn)
+  local ok, err = pcall(fn)
+  if ok then
+    passed = passed + 1
+    if verbose then print("PASS  " .. name) end
+  else
+    failed = failed + 1
+    local msg = tostring(err):gsub("\n", " | ")
+    failures[#failures + 1] = name
+    print("FAIL  " .. name .. ": " .. msg)
+  end
+end
+
+local function skip(name, why)
+  skipped = skipped + 1
+  print("SKIP  " .. name .. ": " .. why)
+end
+
+---------------------------------------------------------------- comparison
+
+local function flatten(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t return out end
+  for _, v in ipairs(t) do flatten(v, out) end
+  return out
+end
+
+local function isnan(v) return type(v) == "number" and v ~= v end
+
+-- Compares a CPU tensor with a device tensor: same shape and dtype, the
+-- device one on the device, values equal (exact) or close (rtol/atol);
+-- NaN matches NaN, infinities must be equal.
+local function expect_same(cpu, gpu, rtol, atol, what)
+  what = what and (what .. ": ") or ""
+  if not gpu.is_cuda then error(what .. "result is not on a CUDA device (" .. tostring(gpu.device) .. ")", 0) end
+  if tostring(cpu.shape) ~= tostring(gpu.shape) then
+    error(what .. "shape " .. tostring(gpu.shape) .. " ~= cpu " .. tostring(cpu.shape), 0)
+  end
+  if tostring(cpu.dtype) ~= tostring(gpu.dtype) then
+    error(what .. "dtype " .. tostring(gpu.dtype) .. " ~= cpu " .. tostring(cpu.dtype), 0)
+  end
+  local g = gpu:cpu()
+  if cpu:numel() > 20000 then -- large: compare on the device side of the engine, no NaN expected
+    local ok = (rtol or atol) and cpu:allclose(g, rtol or 0, atol or 0) or cpu:equal(g)
+    if not ok then
+      local d = (cpu:double() - g:double()):abs():max():item()
+      error(("%svalues differ (max abs diff %.3g, rtol %s atol %s)"):format(what, d, rtol, atol), 0)
+    end
+    return
+  end
+  local a, b = flatten(cpu:tolist()), flatten(g:tolist())
+  for i = 1, #a do
+    local x, y = a[i], b[i]
+    local same
+    if isnan(x) or isnan(y) then same = isnan(x) and isnan(y)
+    elseif type(x) ~= "number" or math.type(x) == "integer" or not (rtol or atol) then same = x == y
+    elseif x == y then same = true
+    else same = math.abs(x - y) <= (atol or 0) + (rtol or 0) * math.abs(x) end
+    if not same then
+      error(("%selement %d: cuda %s, cpu %s (rtol %s atol %s)"):format(what, i, tostring(y), tostring(x),
+        tostring(rtol), tostring(atol)), 0)
+    end
+  end
+end
+
+local function expect(cond, msg) if not cond then error(msg, 0) end end
+
+-- Calls fn(x...) on CPU tensors and on their device copies and compares.
+local function same_op(fn, inputs, rtol, atol)
+  local gin = {}
+  for i, x in ipairs(inputs) do gin[i] = type(x) == "userdata" and x:to(dev) or x end
+  local c1, c2 = fn(table.unpack(inputs))
+  local g1, g2 = fn(table.unpack(gin))
+  expect_same(c1, g1, rtol, atol)
+  if c2 ~= nil then expect_same(c2, g2, rtol, atol, "second result") end
+end
+
+local F32 = {rtol = 2e-6, atol = 1e-6}
+local F64 = {rtol = 1e-12, atol = 1e-12}
+local function tol(dt) if dt == torch.float64 then return F64 end return F32 end
+
+local DTYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                torch.int16, torch.int8, torch.uint8, torch.bool}
+local function dname(dt) return tostring(dt):gsub("^torch%.", "") end
+
+torch.manual_seed(20240601)
+
+---------------------------------------------------------------- transfers
+
+check("transfer h2d/d2h round trip (float32, 1M)", function()
+  local x = torch.randn(1000, 1000)
+  expect_same(x, x:to(dev))
+end)
+check("transfer of a non-contiguous view", function()
+  local x = torch.randn(30, 40)
+  expect_same(x:t():contiguous(), x:t():to(dev))
+end)
+check("moving to the same device returns the same object", function()
+  local g = torch.ones(3, {device = dev})
+  expect(rawequal(g:to(dev), g), "x:to(its own device) made a copy")
+end)
+check("transfers are counted", function()
+  torch.cuda.reset_transfers()
+  local g = torch.ones(256):to(dev)
+  local _ = g:cpu()
+  local t = torch.cuda.transfers()
+  expect(t.h2d.count >= 1 and t.d2h.count >= 1, "h2d/d2h counts did not move")
+end)
+
+---------------------------------------------------------------- dtype conversions
+
+local base = torch.tensor({-300.7, -3.7, -1.5, -0.5, -0.0, 0.0, 0.25, 1.0, 2.5, 127.4, 255.6, 65504.0,
+                           70000.5, 1e-8, 3.1e-5, 1 / 0, -1 / 0}, {dtype = torch.float64})
+for _, s in ipairs(DTYPES) do
+  for _, d in ipairs(DTYPES) do
+    check(("convert %s -> %s"):format(dname(s), dname(d)), function()
+      local xs = base:to(s)
+      expect_same(xs:to(d), xs:to(dev):to(d))
+    end)
+  end
+end
+check("convert with NaN (float32 -> all)", function()
+  local x = torch.tensor({0 / 0, 1.5, -2.5})
+  for _, d in ipairs(DTYPES) do expect_same(x:to(d), x:to(dev):to(d), nil, nil, dname(d)) end
+end)
+check("convert while moving (x:to(dev, float16))", function()
+  local x = torch.randn(50, 3)
+  expect_same(x:to(torch.float16), x:to(dev, torch.float16))
+end)
+
+---------------------------------------------------------------- strided copies, fill, arange
+
+check("strided copies (transpose, permute, narrow, select, expand)", function()
+  local x = torch.randn(4, 5, 6)
+  local g = x:to(dev)
+  expect_same(x:transpose(1, 3):contiguous(), g:transpose(1, 3):contiguous(), nil, nil, "transpose")
+  expect_same(x:permute(3, 1, 2):contiguous(), g:permute(3, 1, 2):contiguous(), nil, nil, "permute")
+  expect_same(x:narrow(2, 2, 3):contiguous(), g:narrow(2, 2, 3):contiguous(), nil, nil, "narrow")
+  expect_same(x:select(1, 2):contiguous(), g:select(1, 2):contiguous(), nil, nil, "select")
+  local r = torch.randn(1, 6)
+  expect_same(r:expand(5, 6):contiguous(), r:to(dev):expand(5, 6):contiguous(), nil, nil, "expand")
+end)
+check("copy_ into a strided destination, with conversion", function()
+  local src = torch.randn(6, 5)
+  local c, g = torch.zeros(5, 6, {dtype = torch.float64}), torch.zeros(5, 6, {dtype = torch.float64, device = dev})
+  c:t():copy_(src)
+  g:t():copy_(src:to(dev))
+  expect_same(c, g)
+end)
+check("indexed assignment on the device", function()
+  local c, g = torch.zeros(4, 5), torch.zeros(4, 5, {device = dev})
+  c[{{}, 2}] = 7.5
+  g[{{}, 2}] = 7.5
+  c[{{2, 3}}] = torch.ones(2, 5)
+  g[{{2, 3}}] = torch.ones(2, 5, {device = dev})
+  expect_same(c, g)
+end)
+for _, dt in ipairs(DTYPES) do
+  check("full/fill_/zero_ " .. dname(dt), function()
+    local v = dt == torch.bool and 1 or 2.5
+    expect_same(torch.full({3, 4}, v, {dtype = dt}), torch.full({3, 4}, v, {dtype = dt, device = dev}))
+    local c, g = torch.zeros(5, 6, {dtype = dt}), torch.zeros(5, 6, {dtype = dt, device = dev})
+    c:narrow(2, 2, 3):fill_(v)
+    g:narrow(2, 2, 3):fill_(v)
+    expect_same(c, g, nil, nil, "strided fill_")
+    c:zero_()
+    g:zero_()
+    expect_same(c, g, nil, nil, "zero_")
+  end)
+end
+check("arange, linspace, eye", function()
+  expect_same(torch.arange(10), torch.arange(10, {device = dev}))
+  expect_same(torch.arange(0, 1, 0.1), torch.arange(0, 1, 0.1, {device = dev}))
+  expect_same(torch.arange(-5, 5, 0.5, {dtype = torch.float64}), torch.arange(-5, 5, 0.5, {dtype = torch.float64, device = dev}))
+  expect_same(torch.arange(3, 40, 3, {dtype = torch.int32}), torch.arange(3, 40, 3, {dtype = torch.int32, device = dev}))
+  expect_same(torch.arange(0, 2, 0.25, {dtype = torch.float16}), torch.arange(0, 2, 0.25, {dtype = torch.float16, device = dev}))
+  expect_same(torch.linspace(-1, 1, 11), torch.linspace(-1, 1, 11, {device = dev}))
+  expect_same(torch.eye(4, {dtype = torch.int64}), torch.eye(4, {dtype = torch.int64, device = dev}))
+end)
+
+---------------------------------------------------------------- unary
+
+local UNARY = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
+               "ceil", "round", "trunc", "sign", "reciprocal", "log1p", "expm1", "square", "logical_not"}
+local POSITIVE = {log = true, sqrt = true, rsqrt = true, log1p = true, reciprocal = true}
+for _, dt in ipairs({torch.float32, torch.float64}) do
+  for _, op in ipairs(UNARY) do
+    check(("unary %s %s"):format(op, dname(dt)), function()
+      local x = torch.randn(257, 33, {dtype = dt}) * 3
+      if POSITIVE[op] then x = x:abs() + 0.01 end
+      local t = tol(dt)
+      same_op(function(a) return a[op](a) end, {x}, t.rtol * 2, t.atol)
+      same_op(function(a) return a:t()[op](a:t()) end, {x}, t.rtol * 2, t.atol) -- strided input
+    end)
+  end
+  check("unary NaN/inf handling " .. dname(dt), function()
+    local x = torch.tensor({0 / 0, 1 / 0, -1 / 0, -0.0, 0.5, -2.5, 2.5}, {dtype = dt})
+    for _, op in ipairs({"relu", "sign", "abs", "neg", "floor", "ceil", "round", "trunc", "exp", "sigmoid", "tanh"}) do
+      expect_same(x[op](x), x:to(dev)[op](x:to(dev)), 1e-6, 0, op)
+    end
+    expect_same(x:clamp(-1, 1), x:to(dev):clamp(-1, 1), nil, nil, "clamp")
+    expect_same(x:clamp({min = 0}), x:to(dev):clamp({min = 0}), nil, nil, "clamp min only")
+  end)
+end
+check("unary ops on int64", function()
+  local x = torch.randint(-50, 50, {300})
+  for _, op in ipairs({"neg", "abs", "relu", "sign", "square", "floor", "ceil", "round", "trunc", "logical_not"}) do
+    expect_same(x[op](x), x:to(dev)[op](x:to(dev)), nil, nil, op)
+  end
+  expect_same(x:clamp(-10.5, 20.5), x:to(dev):clamp(-10.5, 20.5), nil, nil, "clamp")
+  expect_same(x:exp(), x:to(dev):exp(), F32.rtol, F32.atol, "exp of int64 (float32 result)")
+end)
+check("unary in place (clamp_) and on float16", function()
+  local x = torch.randn(100)
+  local g = x:to(dev)
+  x:clamp_(-0.5, 0.5)
+  g:clamp_(-0.5, 0.5)
+  expect_same(x, g)
+  local h = torch.randn(64):half()
+  expect_same(h:exp(), h:to(dev):exp(), nil, nil, "float16 exp")
+end)
+
+---------------------------------------------------------------- binary
+
+local BINARY = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
+                "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}
+local function operands(dt, op)
+  local a, b
+  if dt == torch.int64 then
+    a = torch.randint(-20, 20, {4, 1, 6})
+    b = torch.randint(1, 6, {5, 6}) * (torch.randint(0, 2, {5, 6}) * 2 - 1) -- never 0
+    if op == "pow" then a, b = torch.randint(-4, 5, {4, 1, 6}), torch.randint(0, 6, {5, 6}) end
+  else
+    a = torch.randn(4, 1, 6, {dtype = dt}) * 4
+    b = torch.randn(5, 6, {dtype = dt}) * 2
+    if op == "pow" then a = a:abs() + 0.1 end
+    b[{1, 1}] = a[{1, 1, 1}]:item() -- an equal pair for the comparisons
+  end
+  return a, b
+end
+for _, dt in ipairs({torch.float32, torch.float64, torch.int64}) do
+  for _, op in ipairs(BINARY) do
+    check(("binary %s %s (broadcast, scalar, strided)"):format(op, dname(dt)), function()
+      local a, b = operands(dt, op)
+      local t = tol(dt)
+      local rt = dt == torch.int64 and nil or t.rtol * 4
+      local at = dt == torch.int64 and nil or t.atol
+      same_op(function(x, y) return x[op](x, y) end, {a, b}, rt, at)
+      same_op(function(x, y) return x:transpose(1, 3)[op](x:transpose(1, 3), y:t():unsqueeze(3)) end, {a, b}, rt, at)
+      local s = dt == torch.int64 and 3 or 1.5
+      same_op(function(x) return x[op](x, s) end, {a}, rt, at)
+    end)
+  end
+end
+check("binary maximum/minimum propagate NaN", function()
+  local a = torch.tensor({0 / 0, 1, 0 / 0, -2})
+  local b = torch.tensor({1, 0 / 0, 0 / 0, 3})
+  same_op(function(x, y) return x:maximum(y), x:minimum(y) end, {a, b})
+end)
+check("operators + - * / // % ^ and in-place forms", function()
+  local a, b = torch.randn(30, 40), torch.randn(40) + 3
+  same_op(function(x, y) return x + y, x - y end, {a, b}, 1e-6, 1e-6)
+  same_op(function(x, y) return x * y, x / y end, {a, b}, 1e-6, 1e-6)
+  same_op(function(x, y) return x // y, x % y end, {a, b}, 1e-6, 1e-6)
+  same_op(function(x) return x:abs() ^ 0.5, 2 - x end, {a}, 1e-6, 1e-6)
+  same_op(function(x, y) local z = x:clone(); z:add_(y); z:mul_(2); z:sub_(y); z:div_(y); return z end, {a, b}, 1e-5, 1e-6)
+end)
+check("integer division by zero raises ZeroDivisionError", function()
+  local a, b = torch.tensor({1, 2, 3}), torch.tensor({1, 0, 1})
+  local ok, msg = pcall(function() return a:to(dev) // b:to(dev) end)
+  expect(not ok and tostring(msg):find("ZeroDivisionError", 1, true), "got " .. tostring(msg))
+  ok, msg = pcall(function() return a:to(dev) % 0 end)
+  expect(not ok and tostring(msg):find("ZeroDivisionError", 1, true), "remainder: got " .. tostring(msg))
+  local g = a:to(dev)
+  pcall(function() g:floor_divide_(b:to(dev)) end)
+  expect_same(a, g, nil, nil, "a failed in-place division must leave its target untouched")
+end)
+check("mixed dtypes promote as on the cpu", function()
+  same_op(function(x, y) return x + y end, {torch.randint(0, 9, {6}, {dtype = torch.int32}), torch.randn(6)}, 1e-6, 0)
+  same_op(function(x, y) return x * y end, {torch.randint(0, 9, {6}, {dtype = torch.uint8}),
+                                           torch.randint(-9, 9, {6}, {dtype = torch.int8})})
+  same_op(function(x, y) return x + y end, {torch.randn(6):half(), torch.randn(6):bfloat16()}, 1e-3, 1e-3)
+end)
+
+---------------------------------------------------------------- reductions
+
+local function reductions(dt, shape, rtol, atol)
+  local x = dt == torch.int64 and torch.randint(-100, 100, shape) or torch.randn(table.unpack(shape)):to(dt)
+  for _, op in ipairs({"sum", "max", "min", "argmax", "argmin"}) do
+    expect_same(x[op](x), x:to(dev)[op](x:to(dev)), rtol, atol, op .. "()")
+    for d = 1, #shape do
+      for _, keep in ipairs({false, true}) do
+        local g = x:to(dev)
+        local c1, c2 = x[op](x, d, keep)
+        local g1, g2 = g[op](g, d, keep)
+        expect_same(c1, g1, rtol, atol, ("%s(%d, %s)"):format(op, d, keep))
+        if c2 then expect_same(c2, g2, nil, nil, ("%s(%d) indices"):format(op, d)) end
+      end
+    end
+  end
+end
+check("reductions float32 (sum/max/min/argmax/argmin, every dim)", function() reductions(torch.float32, {7, 300, 5}, 1e-5, 1e-5) end)
+check("reductions float64", function() reductions(torch.float64, {7, 300, 5}, 1e-12, 1e-12) end)
+check("reductions int64", function() reductions(torch.int64, {7, 300, 5}) end)
+check("reductions with long rows (split kernels)", function() reductions(torch.float32, {3, 200000}, 1e-5, 1e-4) end)
+check("prod, mean, std, var, norm", function()
+  local x = torch.rand(6, 40, 3) * 0.2 + 0.9
+  same_op(function(a) return a:prod(), a:prod(2) end, {x}, 1e-5, 0)
+  same_op(function(a) return a:mean(), a:mean(3, true) end, {x}, 1e-5, 1e-6)
+  same_op(function(a) return a:std(), a:var(1) end, {x}, 1e-5, 1e-6)
+  same_op(function(a) return a:norm(), a:norm(1) end, {x}, 1e-5, 1e-5)
+  local i = torch.randint(-3, 4, {5, 7})
+  same_op(function(a) return a:prod(), a:prod(1) end, {i})
+end)
+check("whole-tensor sum of 10M float32 elements", function()
+  local x = torch.rand(10000000)
+  expect_same(x:sum(), x:to(dev):sum(), 1e-6, 0)
+end)
+check("max/argmax: NaN wins, first of equal values", function()
+  local x = torch.tensor({{1, 3, 3, 2}, {0 / 0, 5, 0 / 0, 1}, {-1 / 0, -1 / 0, -1 / 0, -1 / 0}})
+  same_op(function(a) return a:max(2) end, {x})
+  same_op(function(a) return a:min(2) end, {x})
+  same_op(function(a) return a:argmax(2), a:argmin() end, {x})
+  same_op(function(a) return a:max(), a:argmax() end, {x})
+end)
+check("all, any, equal, allclose on the device", function()
+  local b = torch.tensor({{true, false}, {true, true}})
+  same_op(function(a) return a:all(), a:any() end, {b})
+  local x = torch.randn(10):to(dev)
+  expect(x:equal(x:clone()) and x:allclose(x + 1e-9), "equal/allclose")
+  expect(not x:equal(x + 1), "equal should be false")
+end)
+check("empty reductions", function()
+  local e = torch.zeros(0, 3)
+  same_op(function(a) return a:sum(), a:sum(1) end, {e})
+  same_op(function(a) return a:prod(1) end, {e})
+end)
+
+---------------------------------------------------------------- softmax
+
+for _, dt in ipairs({torch.float32, torch.float64}) do
+  check("softmax/log_softmax every dim " .. dname(dt), function()
+    local x = torch.randn(6, 50, 7, {dtype = dt}) * 5
+    for d = 1, 3 do
+      same_op(function(a) return a:softmax(d), a:log_softmax(d) end, {x}, tol(dt).rtol * 4, tol(dt).atol)
+    end
+  end)
+end
+check("softmax of long rows, -inf rows and NaN", function()
+  same_op(function(a) return a:softmax(2), a:log_softmax(2) end, {torch.randn(3, 5000)}, 1e-5, 1e-7)
+  local x = torch.tensor({{-1 / 0, -1 / 0, -1 / 0}, {0 / 0, 1, 2}, {1, 2, 1 / 0}})
+  same_op(function(a) return a:softmax(2), a:log_softmax(2) end, {x})
+  same_op(function(a) return a:softmax(1) end, {torch.randn(4, 3):half()}, 1e-3, 1e-3)
+end)
+
+---------------------------------------------------------------- random
+
+check("rand/randn/randint give the cpu's numbers for the same seed", function()
+  for _, dt in ipairs({torch.float32, torch.float64}) do
+    torch.manual_seed(7); local c = torch.rand(1000, {dtype = dt})
+    torch.manual_seed(7); local g = torch.rand(1000, {dtype = dt, device = dev})
+    expect_same(c, g, nil, nil, "rand " .. dname(dt))
+    torch.manual_seed(8); c = torch.randn(1000, {dtype = dt})
+    torch.manual_seed(8); g = torch.randn(1000, {dtype = dt, device = dev})
+    expect_same(c, g, 1e-14, 1e-14, "randn " .. dname(dt))
+  end
+  torch.manual_seed(9); local c = torch.randint(-5, 17, {2000})
+  torch.manual_seed(9); local g = torch.randint(-5, 17, {2000}, {device = dev})
+  expect_same(c, g, nil, nil, "randint")
+end)
+check("uniform_/normal_ on views and float16", function()
+  local c, g = torch.zeros(10, 20), torch.zeros(10, 20, {device = dev})
+  torch.manual_seed(3); c:t():uniform_(-2, 3)
+  torch.manual_seed(3); g:t():uniform_(-2, 3)
+  expect_same(c, g)
+  c, g = torch.zeros(300, {dtype = torch.float16}), torch.zeros(300, {dtype = torch.float16, device = dev})
+  torch.manual_seed(4); c:normal_(1, 2)
+  torch.manual_seed(4); g:normal_(1, 2)
+  expect_same(c, g)
+end)
+
+---------------------------------------------------------------- index_select
+
+check("index_select every dim and dtype", function()
+  local x = torch.randn(5, 6, 7) * 10
+  local idx = torch.tensor({3, 1, 3, 5})
+  for _, dt in ipairs(DTYPES) do
+    for d = 1, 3 do
+      same_op(function(a, i) return a:index_select(d, i) end, {x:to(dt), idx})
+    end
+  end
+  same_op(function(a, i) return a:index_select(1, i) end, {x, torch.tensor({2, 4, 5, 1, 3}):narrow(1, 2, 3)})
+end)
+check("index_select out of range gives the cpu's message", function()
+  local x, idx = torch.randn(4, 3), torch.tensor({1, 9, 2, 12})
+  local _, m1 = pcall(function() return x:index_select(1, idx) end)
+  local ok, m2 = pcall(function() return x:to(dev):index_select(1, idx:to(dev)) end)
+  m1, m2 = tostring(m1):gsub("^.-:%d+: ", ""), tostring(m2):gsub("^.-:%d+: ", "") -- drop the positions
+  expect(not ok and m1 == m2, ("cpu %q, cuda %q"):format(m1, m2))
+end)
+
+---------------------------------------------------------------- matrix products
+
+check("mm float32 and float64, every transposition", function()
+  for _, dt in ipairs({torch.float32, torch.float64}) do
+    local a, b = torch.randn(33, 17, {dtype = dt}), torch.randn(17, 29, {dtype = dt})
+    local at, bt = torch.randn(17, 33, {dtype = dt}), torch.randn(29, 17, {dtype = dt})
+    local r = dt == torch.float64 and 1e-11 or 1e-4
+    same_op(function(x, y) return x:mm(y) end, {a, b}, r, r)
+    same_op(function(x, y) return x:t():mm(y) end, {at, b}, r, r)
+    same_op(function(x, y) return x:mm(y:t()) end, {a, bt}, r, r)
+    same_op(function(x, y) return x:t():mm(y:t()) end, {at, bt}, r, r)
+  end
+end)
+check("matmul shapes: vectors, batches, broadcast, K = 0", function()
+  local r = 1e-4
+  same_op(function(x, y) return x:matmul(y) end, {torch.randn(17), torch.randn(17, 5)}, r, r)
+  same_op(function(x, y) return x:matmul(y) end, {torch.randn(5, 17), torch.randn(17)}, r, r)
+  same_op(function(x, y) return x:matmul(y) end, {torch.randn(17), torch.randn(17)}, r, r)
+  same_op(function(x, y) return x:bmm(y) end, {torch.randn(4, 6, 7), torch.randn(4, 7, 3)}, r, r)
+  same_op(function(x, y) return x:matmul(y) end, {torch.randn(2, 4, 6, 7), torch.randn(7, 3)}, r, r)
+  same_op(function(x, y) return x:matmul(y) end, {torch.randn(6, 7), torch.randn(3, 7, 2)}, r, r)
+  same_op(function(x, y) return x:matmul(y) end, {torch.zeros(3, 0), torch.zeros(0, 4)})
+end)
+check("matmul of operands cuBLAS cannot read directly (packed)", function()
+  local a = torch.randn(8, 6, 2):select(3, 1) -- strides (12, 2): neither unit
+  local b = torch.randn(6, 5, 3):select(3, 2)
+  same_op(function(x, y) return x:mm(y) end, {a, b}, 1e-4, 1e-4)
+end)
+check("matmul int64, float16, bfloat16", function()
+  same_op(function(x, y) return x:mm(y) end, {torch.randint(-9, 9, {13, 11}), torch.randint(-9, 9, {11, 7})})
+  same_op(function(x, y) return x:transpose(2, 3):matmul(y) end, {torch.randint(-9, 9, {3, 13, 11}), torch.randint(-9, 9, {13, 7})})
+  same_op(function(x, y) return x:mm(y) end, {torch.randn(9, 8):half(), torch.randn(8, 7):half()}, 2e-3, 2e-3)
+  same_op(function(x, y) return x:mm(y) end, {torch.randn(9, 8):bfloat16(), torch.randn(8, 7):bfloat16()}, 1e-2, 1e-2)
+end)
+check("a large product (1024 x 1024 float32)", function()
+  same_op(function(x, y) return x:mm(y) end, {torch.randn(1024, 1024), torch.randn(1024, 1024)}, 1e-3, 1e-3)
+end)
+
+---------------------------------------------------------------- autograd and nn
+
+check("autograd through matmul, relu, softmax, sum", function()
+  local function run(d)
+    torch.manual_seed(11)
+    local w = torch.randn(4, 3, {device = d, requires_grad = true})
+    local x = torch.randn(5, 4, {device = d})
+    local y = x:matmul(w):relu():softmax(2):sum(1):sum()
+    y:backward()
+    return w.grad
+  end
+  expect_same(run("cpu"), run(dev), 1e-5, 1e-6)
+end)
+check("nn.Linear + MSELoss forward/backward, then SGD step", function()
+  torch.manual_seed(12)
+  local net = nn.Linear(6, 2)
+  local sd = net:state_dict()
+  local x, t = torch.randn(8, 6), torch.randn(8, 2)
+  local function step(d)
+    local m = nn.Linear(6, 2)
+    m:load_state_dict(sd)
+    m:to(d)
+    local opt = torch.optim.SGD(m:parameters(), {lr = 0.1})
+    local loss = nn.MSELoss()(m(x:to(d)), t:to(d))
+    opt:zero_grad()
+    loss:backward()
+    opt:step()
+    return loss:detach(), m.weight:detach()
+  end
+  local l1, w1 = step("cpu")
+  local l2, w2 = step(dev)
+  expect_same(l1, l2, 1e-5, 1e-6, "loss")
+  expect_same(w1, w2, 1e-5, 1e-6, "weights after a step")
+end)
+
+---------------------------------------------------------------- memory, errors, devices
+
+check("memory figures: allocated, peak, reserved, empty_cache, mem_get_info", function()
+  torch.cuda.synchronize()
+  collectgarbage(); collectgarbage()
+  local before = torch.cuda.memory_allocated(dev)
+  local x = torch.empty(256, 1024, {device = dev}) -- 1 MiB
+  local during = torch.cuda.memory_allocated(dev)
+  expect(during - before >= 1048576, ("allocated grew by %d bytes"):format(during - before))
+  expect(torch.cuda.max_memory_allocated(dev) >= during, "max_memory_allocated below allocated")
+  expect(torch.cuda.memory_reserved(dev) >= during, "memory_reserved below allocated")
+  x = nil
+  collectgarbage(); collectgarbage()
+  expect(torch.cuda.memory_allocated(dev) <= before, "freeing did not lower memory_allocated")
+  torch.cuda.empty_cache()
+  expect(torch.cuda.memory_reserved(dev) == torch.cuda.memory_allocated(dev), "empty_cache left cached blocks")
+  local free, total = torch.cuda.mem_get_info(dev)
+  expect(type(free) == "number" and total > 0 and free <= total, "mem_get_info")
+end)
+check("out of memory is a clean error with PyTorch's message", function()
+  local ok, msg = pcall(function() return torch.empty(1024, 1024, 1024, 1024, {device = dev}) end) -- 4 TiB
+  expect(not ok and tostring(msg):find("CUDA out of memory", 1, true), "got " .. tostring(msg))
+  local y = torch.ones(4, {device = dev}) -- and the device still works
+  expect(y:sum():item() == 4, "device unusable after OOM")
+end)
+check("ops across devices are refused", function()
+  local ok, msg = pcall(function() return torch.ones(2) + torch.ones(2, {device = dev}) end)
+  expect(not ok and tostring(msg):find("same device", 1, true), "got " .. tostring(msg))
+end)
+check("printing a device tensor", function()
+  local s = tostring(torch.ones(2, 3, {device = dev}))
+  local want = "tensor([[1., 1., 1.],\n        [1., 1., 1.]], device='" .. dev .. "')"
+  expect(s == want, "got " .. s)
+  expect(torch.tensor({1.5, -2.25}):to(dev):tolist()[2] == -2.25, "tolist")
+  expect(torch.arange(5, {device = dev})[3]:item() == 2, "item")
+end)
+check("synchronize", function()
+  local x = torch.randn(2000, 2000, {device = dev})
+  local _ = x:mm(x)
+  torch.cuda.synchronize()
+  torch.cuda.synchronize(dev)
+end)
+if torch.cuda.device_count() >= 2 then
+  check("copies between two devices (cuda:0 <-> cuda:1)", function()
+    local x = torch.randn(512, 300)
+    local g0 = x:to("cuda:0")
+    local g1 = g0:to("cuda:1")
+    expect(tostring(g1.device) == tostring(torch.device("cuda:1")), "not on cuda:1")
+    expect_same(x, g1)
+    expect_same(x:t():contiguous() * 2, g1:t():to("cuda:0") * 2)
+    expect_same(x:double(), g0:to("cuda:1", torch.float64))
+    expect_same(x:sum(1), g1:sum(1), 1e-5, 1e-5)
+  end)
+else
+  skip("copies between two devices", "one CUDA device")
+end
+
+---------------------------------------------------------------- timing (information only)
+
+local function time_it(fn, reps)
+  fn(); torch.cuda.synchronize()
+  local t0 = torch.clock()
+  for _ = 1, reps do fn() end
+  torch.cuda.synchronize()
+  return (torch.clock() - t0) / reps
+end
+local okt, err = true, nil
+if ok_props and props.simulated then
+  infos[#infos + 1] = "timing skipped on simulated devices"
+else okt, err = pcall(function()
+  local a = torch.randn(4096, 4096, {device = dev})
+  local s = time_it(function() return a + a end, 20)
+  infos[#infos + 1] = ("add 4096x4096 float32: %.3f ms (%.0f GB/s)"):format(s * 1e3, 3 * 4 * 4096 * 4096 / s / 1e9)
+  s = time_it(function() return a:mm(a) end, 5)
+  infos[#infos + 1] = ("mm 4096^3 float32: %.2f ms (%.1f TFLOP/s)"):format(s * 1e3, 2 * 4096 ^ 3 / s / 1e12)
+  s = time_it(function() return a:sum() end, 20)
+  infos[#infos + 1] = ("sum of 16M float32: %.3f ms"):format(s * 1e3)
+end) end
+if not okt then infos[#infos + 1] = "timing failed: " .. tostring(err) end
+for _, line in ipairs(infos) do print("INFO  " .. line) end
+
+print(("gpu_check: %d passed, %d failed, %d skipped"):format(passed, failed, skipped))
+if failed > 0 then print("failed: " .. table.concat(failures, "; ")) end
+os.exit(failed == 0 and 0 or 1)
