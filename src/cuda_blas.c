@@ -1,6 +1,7 @@
 /* cuda_blas.c: matrix products on CUDA devices. float32/float64 go to
  * cuBLAS, which is not linked at build time: it is opened with dlopen at
- * the first product (libcublas.so.13, then .12, then libcublas.so) and
+ * the first product (libcublas.so.13, then .12, then libcublas.so, on the
+ * loader's path, then in the CUDA installation directory) and
  * the few functions needed are looked up by name, so gshell starts fast
  * and runs without cuBLAS installed (a product then fails with a clear
  * error). int64 products use gemm.cu's kernel.
@@ -17,6 +18,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "backend_cuda.h"
 #include "cuda_kernels.h"
@@ -46,15 +48,25 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static blas_handle handles[64];
 
+/* Tries each name through the loader's search path (LD_LIBRARY_PATH,
+ * ld.so.cache), then in $CUDA_HOME/lib64 and /usr/local/cuda/lib64, which
+ * toolkits install into without always registering. */
 static void load(void) {
   static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+  const char *home = getenv("CUDA_HOME");
+  const char *dirs[] = {"", home && *home ? home : "/usr/local/cuda", "/usr/local/cuda"};
   char tried[400] = "";
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !blas.lib; i++) {
-    blas.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!blas.lib) {
-      const char *why = dlerror();
-      size_t k = strlen(tried);
-      snprintf(tried + k, sizeof tried - k, "%s%s", k ? "; " : "", why ? why : names[i]);
+  for (size_t d = 0; d < sizeof dirs / sizeof dirs[0] && !blas.lib; d++) {
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !blas.lib; i++) {
+      char path[512];
+      if (*dirs[d]) snprintf(path, sizeof path, "%s/lib64/%s", dirs[d], names[i]);
+      else snprintf(path, sizeof path, "%s", names[i]);
+      blas.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (!blas.lib && d == 0) { /* the loader's own reasons are the informative ones */
+        const char *why = dlerror();
+        size_t k = strlen(tried);
+        if (k < sizeof tried) snprintf(tried + k, sizeof tried - k, "%s%s", k ? "; " : "", why ? why : names[i]);
+      }
     }
   }
   if (!blas.lib) {
