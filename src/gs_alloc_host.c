@@ -8,7 +8,7 @@
 #include <string.h>
 #include "gs_alloc_host.h"
 
-#define SMALL 4096            /* below this, plain malloc is fast enough */
+#define MIN_BLOCK 64          /* the smallest size class */
 #define NCLASSES (64 * 4)
 #define CACHE_LIMIT ((size_t)4 << 30)
 
@@ -29,17 +29,7 @@ static int size_class(size_t n, size_t *rounded) {
 }
 
 void *gs_host_alloc(size_t n) {
-  if (n == 0) n = 1;
-  if (n < SMALL) {
-    void *p = malloc(n);
-    if (p) {
-      pthread_mutex_lock(&lock);
-      in_use_bytes += n;
-      if (in_use_bytes > peak_bytes) peak_bytes = in_use_bytes;
-      pthread_mutex_unlock(&lock);
-    }
-    return p;
-  }
+  if (n < MIN_BLOCK) n = MIN_BLOCK;
   size_t rounded;
   int c = size_class(n, &rounded);
   pthread_mutex_lock(&lock);
@@ -60,14 +50,7 @@ void *gs_host_alloc(size_t n) {
 
 void gs_host_free(void *p, size_t n) {
   if (!p) return;
-  if (n == 0) n = 1;
-  if (n < SMALL) {
-    pthread_mutex_lock(&lock);
-    in_use_bytes -= n;
-    pthread_mutex_unlock(&lock);
-    free(p);
-    return;
-  }
+  if (n < MIN_BLOCK) n = MIN_BLOCK;
   size_t rounded;
   int c = size_class(n, &rounded);
   pthread_mutex_lock(&lock);

@@ -7,6 +7,7 @@
 gs_status gs_fill_(gs_tensor *x, gs_scalar v) {
   const gs_backend *be;
   GS_DISPATCH(be, x, fill, "fill_");
+  gs_log_op("fill_", x);
   GS_TRY(be->fill(x, v));
   x->buf->version++;
   return GS_OK;
@@ -32,6 +33,7 @@ gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double
   gs_tensor *t;
   GS_TRY(gs_tensor_empty(dev, dt, 1, &len, &t));
   const gs_backend *be = gs_device_backend(gs_tensor_device(t));
+  gs_log_op("arange", t);
   gs_status s = be->arange ? be->arange(t, start, step) : gs_no_kernel("arange", t);
   if (s != GS_OK) { gs_tensor_release(t); return s; }
   *out = t;
@@ -82,6 +84,7 @@ static gs_status draw(gs_tensor *x, gs_random_kind kind, gs_dtype kdt, double a,
   const gs_backend *be;
   GS_DISPATCH(be, x, random, "random");
   int64_t n = gs_numel(x);
+  gs_log_op(kind == GS_RAND_NORMAL ? "normal_" : kind == GS_RAND_INT ? "random_" : "uniform_", x);
   uint64_t offset = rng_offset;
   rng_offset += (uint64_t)n;
   if (gs_is_contiguous(x) && x->dtype == kdt) {

@@ -90,7 +90,7 @@ gs_status gs_index_select(const gs_tensor *x, int dim, const gs_tensor *idx, gs_
   shape[dim] = gs_numel(idx);
   gs_tensor *r;
   gs_status s = gs_tensor_empty(gs_tensor_device(x), x->dtype, x->ndim, shape, &r);
-  if (s == GS_OK) s = be->index_select(r, cx, dim, idx);
+  if (s == GS_OK) { gs_log_op("index_select", x); s = be->index_select(r, cx, dim, idx); }
   gs_tensor_release(cx);
   if (s != GS_OK) { gs_tensor_release(r); return s; }
   *out = r;

@@ -189,7 +189,12 @@ gs_status gs_expand_to(const gs_tensor *x, int ndim, const int64_t *in, gs_tenso
     }
   }
   GS_TRY(gs_check_shape(ndim, shape, NULL));
-  return gs_expand(x, ndim, shape, out);
+  gs_tensor *e;
+  GS_TRY(gs_expand(x, ndim, shape, &e));
+  /* a view is always a new header, even when nothing expands */
+  gs_status s = make_view(x, ndim, e->shape, e->stride, e->offset, out);
+  gs_tensor_release(e);
+  return s;
 }
 
 gs_status gs_flatten(const gs_tensor *x, int start, int end, gs_tensor **out) {

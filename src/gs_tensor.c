@@ -17,6 +17,26 @@ static void format_bytes(double b, char *buf, size_t n) {
   else snprintf(buf, n, "%.2f %s", b, units[u]);
 }
 
+/* Tensor and buffer headers come from per-thread free lists: a tiny op
+ * makes one of each, and malloc was a third of its cost. */
+typedef union pooled { union pooled *next; gs_tensor t; gs_buffer b; } pooled;
+static _Thread_local pooled *free_headers;
+static _Thread_local int free_count;
+
+static void *header_alloc(void) {
+  pooled *p = free_headers;
+  if (p) { free_headers = p->next; free_count--; return p; }
+  return malloc(sizeof(pooled));
+}
+
+static void header_free(void *h) {
+  if (free_count >= 4096) { free(h); return; }
+  pooled *p = h;
+  p->next = free_headers;
+  free_headers = p;
+  free_count++;
+}
+
 gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
   const gs_backend *be = gs_device_backend(dev);
   if (!be) return gs_error("no backend for this device");
@@ -43,7 +63,7 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
                            want, name, freeb, total);
     }
   }
-  gs_buffer *b = malloc(sizeof *b);
+  gs_buffer *b = header_alloc();
   if (!b) { be->free(dev.index, data, nbytes); return gs_error_code(GS_ERR_OOM, "out of host memory"); }
   b->refcount = 1;
   b->device = dev;
@@ -59,7 +79,7 @@ void gs_buffer_retain(gs_buffer *b) { b->refcount++; }
 void gs_buffer_release(gs_buffer *b) {
   if (!b || --b->refcount > 0) return;
   if (b->data) gs_device_backend(b->device)->free(b->device.index, b->data, b->nbytes);
-  free(b);
+  header_free(b);
 }
 
 gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel) {
@@ -82,9 +102,19 @@ void gs_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
   for (int i = ndim - 1; i >= 0; i--) { stride[i] = s; s *= shape[i] > 1 ? shape[i] : 1; }
 }
 
+/* Every field but the shape and stride arrays, which callers fill. */
 static gs_tensor *header_new(void) {
-  gs_tensor *t = calloc(1, sizeof *t);
-  if (t) t->refcount = 1;
+  gs_tensor *t = header_alloc();
+  if (!t) return NULL;
+  t->refcount = 1;
+  t->buf = NULL;
+  t->dtype = GS_FLOAT32;
+  t->ndim = 0;
+  t->offset = 0;
+  t->requires_grad = false;
+  t->is_param = false;
+  t->grad = NULL;
+  t->grad_fn = NULL;
   return t;
 }
 
@@ -98,10 +128,10 @@ gs_status gs_tensor_empty(gs_device dev, gs_dtype dt, int ndim, const int64_t *s
   gs_tensor *t = header_new();
   if (!t) return gs_error_code(GS_ERR_OOM, "out of host memory");
   gs_status s = gs_buffer_new(dev, (size_t)n * es, &t->buf);
-  if (s != GS_OK) { free(t); return s; }
+  if (s != GS_OK) { header_free(t); return s; }
   t->dtype = dt;
   t->ndim = ndim;
-  memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+  if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * ndim);
   gs_contiguous_strides(ndim, shape, t->stride);
   *out = t;
   return GS_OK;
@@ -118,8 +148,10 @@ gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape,
   gs_buffer_retain(x->buf);
   t->dtype = x->dtype;
   t->ndim = ndim;
-  memcpy(t->shape, shape, sizeof(int64_t) * ndim);
-  memcpy(t->stride, stride, sizeof(int64_t) * ndim);
+  if (ndim) {
+    memcpy(t->shape, shape, sizeof(int64_t) * ndim);
+    memcpy(t->stride, stride, sizeof(int64_t) * ndim);
+  }
   t->offset = offset;
   return t;
 }
@@ -133,7 +165,7 @@ void gs_tensor_release(gs_tensor *t) {
   if (t->grad) gs_tensor_release(t->grad);
   if (t->grad_fn) gs_grad_fn_release(t->grad_fn);
   gs_buffer_release(t->buf);
-  free(t);
+  header_free(t);
 }
 
 int64_t gs_numel(const gs_tensor *t) {

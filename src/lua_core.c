@@ -29,27 +29,41 @@ static void add_pressure(lua_State *L, size_t bytes) {
 
 void gsL_gc_pressure(lua_State *L) { add_pressure(L, 0); }
 
+/* Makes the Lua object for t. A tensor fresh from an op (refcount 1)
+ * cannot have an object yet, so it skips the identity table; one that
+ * others hold (x.grad, a parameter) is looked up and registered, so the
+ * same tensor is always the same Lua value. */
 void gsL_pushtensor(lua_State *L, gs_tensor *t) {
-  lua_getfield(L, LUA_REGISTRYINDEX, IDENTITY);
-  lua_pushlightuserdata(L, t);
-  if (lua_rawget(L, -2) == LUA_TUSERDATA) {
-    gs_tensor **p = lua_touserdata(L, -1);
-    if (*p == t) { /* the existing object already owns a reference */
-      lua_remove(L, -2);
-      gs_tensor_release(t);
-      return;
+  bool shared = t->refcount > 1;
+  if (shared) {
+    lua_getfield(L, LUA_REGISTRYINDEX, IDENTITY);
+    lua_pushlightuserdata(L, t);
+    if (lua_rawget(L, -2) == LUA_TUSERDATA) {
+      gs_tensor **p = lua_touserdata(L, -1);
+      if (*p == t) { /* the existing object already owns a reference */
+        lua_remove(L, -2);
+        gs_tensor_release(t);
+        return;
+      }
     }
+    lua_pop(L, 2);
   }
-  lua_pop(L, 1);
-  gs_tensor **p = lua_newuserdatauv(L, sizeof(gs_tensor *), 1);
+  gs_tensor **p = lua_newuserdatauv(L, sizeof(gs_tensor *), 0);
   *p = NULL; /* safe state until the metatable is set */
   luaL_setmetatable(L, GSL_TENSOR_MT);
   *p = t;
-  lua_pushlightuserdata(L, t);
-  lua_pushvalue(L, -2);
-  lua_rawset(L, -4);
-  lua_remove(L, -2);
-  if (t->buf->refcount == 1) add_pressure(L, t->buf->nbytes);
+  if (shared) gsL_register(L, -1);
+  else add_pressure(L, t->buf->refcount == 1 ? t->buf->nbytes : 0);
+}
+
+void gsL_register(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  gs_tensor **p = lua_touserdata(L, idx);
+  lua_getfield(L, LUA_REGISTRYINDEX, IDENTITY);
+  lua_pushlightuserdata(L, *p);
+  lua_pushvalue(L, idx);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
 }
 
 gs_tensor *gsL_testtensor(lua_State *L, int idx) {

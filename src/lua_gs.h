@@ -20,6 +20,9 @@ int gsL_raise(lua_State *L);
  * over the caller's reference (and releases it if Lua cannot allocate). */
 void gsL_pushtensor(lua_State *L, gs_tensor *t);
 gs_tensor *gsL_checktensor(lua_State *L, int idx);
+/* Records the tensor object at idx as its tensor's one Lua value (done
+ * when the engine starts holding the tensor, e.g. x.grad = g). */
+void gsL_register(lua_State *L, int idx);
 gs_tensor *gsL_testtensor(lua_State *L, int idx);
 
 /* Devices and dtypes: a device object, string or integer ordinal; a dtype

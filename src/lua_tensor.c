@@ -193,7 +193,7 @@ static int t_newindex(lua_State *L) {
     }
     if (strcmp(k, "grad") == 0) {
       gs_tensor *g = lua_isnil(L, 3) ? NULL : gsL_checktensor(L, 3);
-      if (g) gs_tensor_retain(g);
+      if (g) { gs_tensor_retain(g); gsL_register(L, 3); }
       if (t->grad) gs_tensor_release(t->grad);
       t->grad = g;
       return 0;

@@ -209,7 +209,7 @@ static int m_mean(lua_State *L) {
 
 /* std/var([d[, keepdim]]) or ({dim=, keepdim=, correction=, unbiased=}) */
 static int var_std(lua_State *L) {
-  bool take_sqrt = lua_toboolean(L, lua_upvalueindex(1));
+  bool take_sqrt = lua_tointeger(L, lua_upvalueindex(1)) != 0; /* 0 is true in Lua */
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   bool keepdim;
   int d = reduce_dim(L, x, &keepdim);
@@ -239,7 +239,7 @@ static int m_norm(lua_State *L) {
 
 static int all_any(lua_State *L) {
   gs_tensor *r;
-  gsL_check(L, gs_all_any(gsL_checktensor(L, 1), lua_toboolean(L, lua_upvalueindex(1)), &r));
+  gsL_check(L, gs_all_any(gsL_checktensor(L, 1), lua_tointeger(L, lua_upvalueindex(1)) != 0, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -248,7 +248,7 @@ static int softmax(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   if (lua_isnoneornil(L, 2)) return luaL_error(L, "softmax: the dimension to normalise over is required, e.g. x:softmax(2)");
   int d = gsL_checkdim(L, 2, x->ndim);
-  gsL_check(L, gs_ag_softmax(x, d, lua_toboolean(L, lua_upvalueindex(1)), &r));
+  gsL_check(L, gs_ag_softmax(x, d, lua_tointeger(L, lua_upvalueindex(1)) != 0, &r));
   gsL_pushtensor(L, r);
   return 1;
 }

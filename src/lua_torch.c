@@ -22,6 +22,8 @@ static void collect_on_oom(void) {
 /* package.searchers entry: finds modules compiled into the binary. */
 static int embedded_searcher(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
+  /* "torch" itself is the C module; its Lua half is run by luaopen_torch */
+  if (strcmp(name, "torch") == 0) { lua_pushliteral(L, "torch is the C module"); return 1; }
   for (const gs_embedded_module *m = gs_embedded_modules; m->name; m++) {
     if (strcmp(m->name, name) != 0) continue;
     if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK) return lua_error(L);
