@@ -1,0 +1,107 @@
+-- torch.shell.complete: tab completion at the prompt.
+--
+-- The word under the cursor is a dotted name, optionally ending in ":":
+-- "pri", "torch.cu", "x:", "net.fc.we". The part before the last "." or
+-- ":" is evaluated by indexing only (nothing is called except __index
+-- metamethods); its keys are offered, following the __index tables of
+-- metatables so tensor methods and class methods appear. After ":" only
+-- functions are offered. Userdata whose __index is a function offer their
+-- metatable's __methods table and own entries, and the names of its
+-- __fields list (tensors: the fields API.md lists).
+local M = {}
+
+local keywords = { "and", "break", "do", "else", "elseif", "end", "false", "for",
+  "function", "goto", "if", "in", "local", "nil", "not", "or", "repeat", "return",
+  "then", "true", "until", "while" }
+
+-- Tensor fields served by the __index function (API.md "Fields").
+local tensor_fields = { "device", "dtype", "shape", "ndim", "is_cuda", "requires_grad",
+  "grad", "grad_fn", "data", "T" }
+
+local function is_callable(v)
+  if type(v) == "function" then return true end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__call") ~= nil
+end
+
+-- Adds the string keys of table t (and what its metatables' __index tables
+-- provide) to `out` as key -> value.
+local function add_table_keys(out, t, depth, seen)
+  if type(t) ~= "table" or seen[t] or depth > 8 then return end
+  seen[t] = true
+  for k, v in next, t do
+    if type(k) == "string" and out[k] == nil then out[k] = v end
+  end
+  local mt = getmetatable(t)
+  if type(mt) == "table" and type(rawget(mt, "__index")) == "table" then
+    add_table_keys(out, rawget(mt, "__index"), depth + 1, seen)
+  end
+end
+
+-- key -> value for everything worth offering after "v." or "v:".
+function M.members(v)
+  local out, seen = {}, {}
+  if type(v) == "table" then
+    add_table_keys(out, v, 0, seen)
+  end
+  local mt = getmetatable(v)
+  if type(v) ~= "table" and type(mt) == "table" then
+    local idx = rawget(mt, "__index")
+    if type(idx) == "table" then
+      add_table_keys(out, idx, 0, seen)
+    else
+      add_table_keys(out, rawget(mt, "__methods"), 0, seen)
+      for k, f in next, mt do
+        if type(k) == "string" and not k:match("^__") and out[k] == nil then out[k] = f end
+      end
+    end
+    local fields = rawget(mt, "__fields")
+    if fields == nil and rawget(mt, "__name") == "torch.Tensor" then fields = tensor_fields end
+    if type(fields) == "table" then
+      for _, k in ipairs(fields) do
+        if type(k) == "string" and out[k] == nil then out[k] = true end
+      end
+    end
+  elseif type(v) == "string" then
+    add_table_keys(out, string, 0, seen)
+  end
+  return out
+end
+
+-- The completions of `word` in the session, as full words, sorted.
+function M.complete(session, word)
+  local list = {}
+  local base, sep, part = word:match("^([%a_][%w_%.]*)([%.:])([%w_]*)$")
+  if base and not base:find("[%.:]$") and not base:find("%.%.") then
+    local v = session:lookup(base:match("^[%a_][%w_]*"))
+    for key in base:gmatch("%.([%a_][%w_]*)") do
+      if v == nil then return list end
+      local ok, nv = pcall(function() return v[key] end)
+      if not ok then return list end
+      v = nv
+    end
+    if v == nil then return list end
+    for k, val in pairs(M.members(v)) do
+      if k:sub(1, #part) == part and k:match("^[%a_][%w_]*$") and not k:match("^__")
+         and (sep == "." or is_callable(val) or val == true) then
+        list[#list + 1] = base .. sep .. k
+      end
+    end
+  elseif word:match("^[%a_]?[%w_]*$") then
+    local seen = {}
+    local function add(k)
+      if type(k) == "string" and not seen[k] and k:sub(1, #word) == word and k:match("^[%a_][%w_]*$")
+         and k:sub(1, 8) ~= "__gshell" then
+        seen[k] = true
+        list[#list + 1] = k
+      end
+    end
+    for _, k in ipairs(keywords) do add(k) end
+    for k in next, session.vals do add(k) end
+    for k in next, session.G do add(k) end
+  end
+  table.sort(list)
+  return list
+end
+
+return M

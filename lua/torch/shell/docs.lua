@@ -1,0 +1,167 @@
+-- torch.shell.docs: one-line help for the API (what help() and ?name show).
+--
+-- Keys are dotted names: "torch.ones", "Tensor.sum" (a tensor method, also
+-- reached as x:sum, x.sum and torch.sum), "nn.Linear", "torch.cuda.synchronize".
+-- Other modules may add entries with docs.add(name, text).
+local M = {}
+
+local entries = {}
+
+-- Factories --------------------------------------------------------------------
+local opts = "{device=, dtype=, requires_grad=}"
+local D = {
+  ["torch"] = "torch: tensors on the CPU and CUDA devices (real or simulated), PyTorch's API with 1-based dims",
+  ["torch.tensor"] = "torch.tensor(data, " .. opts .. ") -> Tensor: from a number or nested table (integers: int64, floats: float32)",
+  ["torch.ones"] = "torch.ones(size..., " .. opts .. ") -> Tensor filled with 1",
+  ["torch.zeros"] = "torch.zeros(size..., " .. opts .. ") -> Tensor filled with 0",
+  ["torch.empty"] = "torch.empty(size..., " .. opts .. ") -> uninitialised Tensor",
+  ["torch.full"] = "torch.full(size, value, " .. opts .. ") -> Tensor filled with value",
+  ["torch.rand"] = "torch.rand(size..., " .. opts .. ") -> uniform [0, 1) samples",
+  ["torch.randn"] = "torch.randn(size..., " .. opts .. ") -> standard normal samples",
+  ["torch.randint"] = "torch.randint(low, high, size, " .. opts .. ") -> integers in [low, high)",
+  ["torch.arange"] = "torch.arange(n | a, b[, step], " .. opts .. ") -> 0..n-1, or a, a+step, ... below b",
+  ["torch.linspace"] = "torch.linspace(a, b, n, " .. opts .. ") -> n evenly spaced values from a to b",
+  ["torch.eye"] = "torch.eye(n, " .. opts .. ") -> n x n identity matrix",
+  ["torch.ones_like"] = "torch.ones_like(x, " .. opts .. ") -> ones with x's shape, dtype, device",
+  ["torch.zeros_like"] = "torch.zeros_like(x, " .. opts .. ") -> zeros with x's shape, dtype, device",
+  ["torch.rand_like"] = "torch.rand_like(x, " .. opts .. ") -> uniform samples shaped like x",
+  ["torch.randn_like"] = "torch.randn_like(x, " .. opts .. ") -> normal samples shaped like x",
+  ["torch.full_like"] = "torch.full_like(x, value, " .. opts .. ") -> value, shaped like x",
+  ["torch.empty_like"] = "torch.empty_like(x, " .. opts .. ") -> uninitialised, shaped like x",
+  ["torch.Tensor"] = "torch.Tensor(size...) -> uninitialised float32 Tensor",
+  ["torch.manual_seed"] = "torch.manual_seed(seed): same random numbers on every device for one seed",
+  ["torch.cat"] = "torch.cat(list[, dim=1]) -> tensors joined along an existing dim",
+  ["torch.stack"] = "torch.stack(list[, dim=1]) -> tensors joined along a new dim",
+  ["torch.device"] = "torch.device('cpu' | 'cuda' | 'cuda:1' | type, index) -> device; fields .type, .index",
+  ["torch.clock"] = "torch.clock() -> seconds of a monotonic wall clock, for timing",
+  ["torch.save"] = "torch.save(obj, path): a tensor or table of tensors to a safetensors file (atomic write)",
+  ["torch.load"] = "torch.load(path[, {map_location = dev}]) -> what torch.save wrote, on its saved devices",
+  ["torch.no_grad"] = "torch.no_grad(fn) or `local g <close> = torch.no_grad()`: run without recording gradients",
+  ["torch.set_default_device"] = "torch.set_default_device(dev): where factories put tensors when no device is given",
+  ["torch.get_default_device"] = "torch.get_default_device() -> the device factories use by default",
+  ["torch.with_device"] = "torch.with_device(dev, fn): run fn with dev as the default device, restored after",
+  ["torch.device_scope"] = "local s <close> = torch.device_scope(dev): default device until s goes out of scope",
+  ["torch.set_log_device_placement"] = "torch.set_log_device_placement(true): print the device each operation runs on",
+  ["torch.try_gpu"] = "try_gpu([i=0]) -> cuda:i if it exists, else cpu",
+  ["torch.try_all_gpus"] = "try_all_gpus() -> a list of all CUDA devices, or {cpu}",
+  ["torch.is_tensor"] = "torch.is_tensor(v) -> true when v is a Tensor",
+  ["torch.float32"] = "torch.float32 (torch.float): 32-bit float dtype, the default",
+  ["torch.float64"] = "torch.float64 (torch.double): 64-bit float dtype",
+  ["torch.int64"] = "torch.int64 (torch.long): 64-bit integer dtype (Lua integers)",
+
+  -- torch.cuda
+  ["torch.cuda"] = "torch.cuda: CUDA devices (real GPUs, or simulated with --sim-gpus N)",
+  ["torch.cuda.is_available"] = "torch.cuda.is_available() -> true when a CUDA device (real or simulated) exists",
+  ["torch.cuda.device_count"] = "torch.cuda.device_count() -> number of CUDA devices",
+  ["torch.cuda.current_device"] = "torch.cuda.current_device() -> the ordinal 'cuda' means",
+  ["torch.cuda.set_device"] = "torch.cuda.set_device(i): make 'cuda' mean cuda:i",
+  ["torch.cuda.get_device_name"] = "torch.cuda.get_device_name(i) -> the device's name",
+  ["torch.cuda.get_device_properties"] = "torch.cuda.get_device_properties(i) -> {name, total_memory, major, minor, multi_processor_count, simulated}",
+  ["torch.cuda.synchronize"] = "torch.cuda.synchronize([dev]): wait for queued work on dev (all devices when omitted)",
+  ["torch.cuda.memory_allocated"] = "torch.cuda.memory_allocated([dev]) -> bytes held by tensors on dev",
+  ["torch.cuda.max_memory_allocated"] = "torch.cuda.max_memory_allocated([dev]) -> peak bytes since start or reset_peak_memory_stats",
+  ["torch.cuda.memory_reserved"] = "torch.cuda.memory_reserved([dev]) -> bytes held by the caching allocator",
+  ["torch.cuda.reset_peak_memory_stats"] = "torch.cuda.reset_peak_memory_stats([dev]): restart the peak count",
+  ["torch.cuda.empty_cache"] = "torch.cuda.empty_cache(): give cached blocks back to the device",
+  ["torch.cuda.mem_get_info"] = "torch.cuda.mem_get_info([dev]) -> free, total bytes",
+  ["torch.cuda.transfers"] = "torch.cuda.transfers() -> {h2d = {count=, bytes=}, d2h = {...}, d2d = {...}} copies since start/reset",
+  ["torch.cuda.reset_transfers"] = "torch.cuda.reset_transfers(): zero the copy counters",
+  ["torch.cuda.smi"] = "torch.cuda.smi(): an nvidia-smi-style table of every device",
+
+  -- nn and optim
+  ["nn"] = "nn: layers and losses; nn.Module:extend(name) for your own modules",
+  ["nn.Module"] = "nn.Module:extend(name) -> class; define init(self, ...) and forward(self, x); call as model(x)",
+  ["nn.Linear"] = "nn.Linear(in, out[, {bias = true}]) -> y = x W^T + b",
+  ["nn.Sequential"] = "nn.Sequential(m1, m2, ...) -> modules applied in order; net[1] is the first, #net the count",
+  ["nn.ReLU"] = "nn.ReLU() -> max(x, 0)",
+  ["nn.Sigmoid"] = "nn.Sigmoid() -> 1 / (1 + exp(-x))",
+  ["nn.Tanh"] = "nn.Tanh() -> tanh(x)",
+  ["nn.Flatten"] = "nn.Flatten() -> all dims but the first flattened",
+  ["nn.Dropout"] = "nn.Dropout(p) -> zeroes elements with probability p while training",
+  ["nn.MSELoss"] = "nn.MSELoss() -> loss(pred, target): mean squared error",
+  ["nn.CrossEntropyLoss"] = "nn.CrossEntropyLoss() -> loss(logits, classes): classes are 1-based int64",
+  ["nn.DataParallel"] = "nn.DataParallel(module[, {device_ids = {0, 1}, output_device = 0, dim = 1}]) -> splits batches over devices",
+  ["optim"] = "optim: optimizers over a module's parameters()",
+  ["optim.SGD"] = "optim.SGD(params, {lr=, momentum=, weight_decay=}) -> opt; opt:zero_grad(), opt:step()",
+  ["optim.Adam"] = "optim.Adam(params, {lr=}) -> opt; opt:zero_grad(), opt:step()",
+}
+for k, v in pairs(D) do entries[k] = v end
+
+-- Tensor methods: name -> "(args) -> result: meaning" -----------------------------
+local T = {
+  size = "([d]) -> torch.Size, or the length of dim d",
+  dim = "() -> number of dims",
+  numel = "() -> number of elements",
+  item = "() -> the Lua number of a one-element tensor",
+  tolist = "() -> nested Lua tables",
+  clone = "() -> a copy",
+  contiguous = "() -> self if contiguous, else a contiguous copy",
+  is_contiguous = "() -> boolean",
+  view = "(size...) -> same data, new shape (-1 infers one dim)",
+  reshape = "(size...) -> new shape, a view when possible",
+  t = "() -> 2-D transpose",
+  transpose = "(a, b) -> dims a and b swapped",
+  permute = "(dims...) -> dims reordered",
+  unsqueeze = "(d) -> a new dim of size 1 at d",
+  squeeze = "([d]) -> dims of size 1 removed",
+  expand = "(size...) -> broadcast view",
+  flatten = "() -> 1-D view or copy",
+  narrow = "(d, start, len) -> a slice of dim d",
+  select = "(d, i) -> index i of dim d, one dim fewer",
+  chunk = "(n[, d=1]) -> list of n pieces",
+  split = "(size[, d=1]) -> list of pieces of the given size",
+  sum = "([d[, keepdim]]) -> sum of all elements, or along dim d",
+  mean = "([d[, keepdim]]) -> mean of all elements, or along dim d",
+  prod = "([d[, keepdim]]) -> product",
+  max = "([d[, keepdim]]) -> max, or values and indices along d",
+  min = "([d[, keepdim]]) -> min, or values and indices along d",
+  argmax = "([d[, keepdim]]) -> 1-based index of the max",
+  argmin = "([d[, keepdim]]) -> 1-based index of the min",
+  std = "([d[, keepdim]]) -> standard deviation",
+  var = "([d[, keepdim]]) -> variance",
+  norm = "([p=2]) -> p-norm (Frobenius for matrices)",
+  abs = "() -> |x|", neg = "() -> -x", exp = "() -> e^x", log = "() -> ln x", sqrt = "() -> square root",
+  pow = "(e) -> x^e", clamp = "(min, max) -> x limited to [min, max]", relu = "() -> max(x, 0)",
+  sigmoid = "() -> 1 / (1 + e^-x)", tanh = "() -> tanh x",
+  softmax = "(d) -> softmax along d", log_softmax = "(d) -> log softmax along d",
+  matmul = "(y) -> matrix product with broadcasting", mm = "(y) -> 2-D matrix product",
+  bmm = "(y) -> batched matrix product",
+  add = "(y) -> x + y", sub = "(y) -> x - y", mul = "(y) -> x * y", div = "(y) -> x / y",
+  add_ = "(y) -> x += y, in place", sub_ = "(y) -> x -= y, in place",
+  mul_ = "(y) -> x *= y, in place", div_ = "(y) -> x /= y, in place",
+  fill_ = "(v) -> every element set to v", zero_ = "() -> every element set to 0",
+  copy_ = "(src) -> src copied in (across devices too)",
+  uniform_ = "([a, b]) -> uniform samples in place", normal_ = "([mean, std]) -> normal samples in place",
+  eq = "(y) -> bool tensor x == y", ne = "(y) -> bool tensor x ~= y", lt = "(y) -> bool tensor x < y",
+  le = "(y) -> bool tensor x <= y", gt = "(y) -> bool tensor x > y", ge = "(y) -> bool tensor x >= y",
+  all = "() -> true when every element is nonzero", any = "() -> true when some element is nonzero",
+  equal = "(y) -> same shape and values", allclose = "(y[, rtol, atol]) -> values close",
+  detach = "() -> same data, no gradient", requires_grad_ = "([b=true]) -> sets requires_grad",
+  backward = "([grad]) -> accumulate gradients into .grad of the leaves",
+  to = "(dev | dtype | dev, dtype | {device=, dtype=}) -> moved/converted (self when nothing changes)",
+  cuda = "([i]) -> on cuda:i (self when already there)", cpu = "() -> on the CPU",
+  double = "() -> float64", float = "() -> float32", half = "() -> float16",
+  long = "() -> int64", int = "() -> int32", bool = "() -> bool",
+}
+for name, sig in pairs(T) do entries["Tensor." .. name] = "x:" .. name .. sig end
+entries["Tensor"] = "Tensor: fields shape, dtype, device, ndim, is_cuda, requires_grad, grad, grad_fn, data, T; x[i], x[{i, j}]"
+
+-- Text for a name, or nil. torch.f falls back to Tensor.f (every tensor
+-- method is also a torch function taking the tensor first).
+function M.get(name)
+  if type(name) ~= "string" then return nil end
+  local e = entries[name]
+  if e then return e end
+  local m = name:match("^torch%.([%w_]+)$")
+  if m and T[m] then
+    local args = T[m]:match("^%((.-)%)") or ""
+    return "torch." .. m .. "(x" .. (args ~= "" and (", " .. args) or "") .. ")" .. T[m]:gsub("^%(.-%)", "")
+  end
+  return nil
+end
+
+function M.add(name, text)
+  entries[name] = text
+end
+
+return M

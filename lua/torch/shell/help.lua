@@ -1,0 +1,203 @@
+-- torch.shell.help: help(obj), ?name and name? in the shell.
+--
+-- Documentation is a table of one-line signatures (torch.shell.docs) keyed
+-- by dotted names: "torch.ones", "Tensor.sum", "nn.Linear". A value is
+-- found by name, or by identity: every function reachable from torch, nn,
+-- optim and the tensor metatable is indexed once, so help(x.sum) and
+-- help(torch.cuda.synchronize) find their entries. Without an entry, a
+-- Lua function shows its parameters and where it is defined, a table its
+-- fields, a tensor its shape and methods.
+local docs = require "torch.shell.docs"
+local pretty = require "torch.shell.pretty"
+
+local M = {}
+
+local function torch_mod()
+  return package.loaded.torch or rawget(_G, "torch")
+end
+
+-- Tables to index, with the names they are known by.
+local function roots()
+  local t = torch_mod()
+  local list = {}
+  if type(t) == "table" then
+    list[#list + 1] = { "torch", t }
+    if type(t.nn) == "table" then list[#list + 1] = { "nn", t.nn } end
+    if type(t.optim) == "table" then list[#list + 1] = { "optim", t.optim } end
+  end
+  local reg = debug.getregistry()
+  local mt = reg["torch.Tensor"]
+  if type(mt) == "table" then
+    if type(rawget(mt, "__methods")) == "table" then list[#list + 1] = { "Tensor", mt.__methods } end
+    if type(rawget(mt, "__index")) == "table" then list[#list + 1] = { "Tensor", mt.__index } end
+  end
+  return list
+end
+
+local by_value        -- function/table -> name, built on first use
+
+local function index_table(map, prefix, t, depth, seen)
+  if seen[t] or depth > 3 then return end
+  seen[t] = true
+  for k, v in next, t do
+    if type(k) == "string" and not k:match("^__") then
+      local name = prefix .. "." .. k
+      if (type(v) == "function" or type(v) == "table") and map[v] == nil then
+        -- prefer names that have docs
+        map[v] = name
+      elseif map[v] and docs.get(name) and not docs.get(map[v]) then
+        map[v] = name
+      end
+      if type(v) == "table" and depth < 3 then index_table(map, name, v, depth + 1, seen) end
+    end
+  end
+end
+
+local function name_of(v)
+  if not by_value then
+    by_value = {}
+    for _, r in ipairs(roots()) do
+      if by_value[r[2]] == nil then by_value[r[2]] = r[1] end
+      index_table(by_value, r[1], r[2], 1, {})
+    end
+  end
+  return by_value[v]
+end
+
+local function is_tensor(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__name") == "torch.Tensor"
+end
+
+-- Method names of a tensor (from its metatable), sorted.
+local function tensor_methods(v)
+  local mt = getmetatable(v)
+  local names, seen = {}, {}
+  local function add(t)
+    for k, f in next, t do
+      if type(k) == "string" and not k:match("^__") and type(f) == "function" and not seen[k] then
+        seen[k] = true
+        names[#names + 1] = k
+      end
+    end
+  end
+  if type(rawget(mt, "__methods")) == "table" then add(mt.__methods) end
+  if type(rawget(mt, "__index")) == "table" then add(mt.__index) end
+  add(mt)
+  table.sort(names)
+  return names
+end
+
+local function wrap_list(prefix, names)
+  local lines, line = {}, prefix
+  for i, n in ipairs(names) do
+    local piece = n .. (i < #names and ", " or "")
+    if #line + #piece > 78 then lines[#lines + 1] = line; line = "  " end
+    line = line .. piece
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n")
+end
+
+-- The help text for a value known as `name` (either may be nil).
+function M.text(v, name)
+  local docname = name and docs.get(name) and name
+  if not docname and v ~= nil then
+    local n = name_of(v)
+    if n and docs.get(n) then docname = n end
+    name = name or n
+  end
+  if docname then return docs.get(docname) end
+  local ty = type(v)
+  if ty == "function" then
+    local info = debug.getinfo(v, "Su")
+    if info.what == "C" then
+      return string.format("%s: a built-in function (no documentation)", name or "function")
+    end
+    local params = {}
+    for i = 1, info.nparams do params[i] = debug.getlocal(v, i) end
+    if info.isvararg then params[#params + 1] = "..." end
+    return string.format("%s(%s)  -- defined at %s:%d", name or "function",
+      table.concat(params, ", "), info.short_src, info.linedefined)
+  elseif is_tensor(v) then
+    local ok, desc = pcall(function()
+      return string.format("Tensor of shape %s, %s, on %s", tostring(v.shape), tostring(v.dtype), tostring(v.device))
+    end)
+    return (ok and desc or "Tensor") .. "\n" .. wrap_list("Methods: ", tensor_methods(v))
+  elseif ty == "table" and not (getmetatable(v) or {}).__tostring then
+    local keys = {}
+    for k in next, v do
+      if type(k) == "string" and not k:match("^__") then keys[#keys + 1] = k end
+    end
+    table.sort(keys)
+    local head = (name and (name .. ": ") or "") .. "a table"
+    if #keys == 0 then return head .. " with no named fields" end
+    return head .. "\n" .. wrap_list("Fields: ", keys)
+  elseif v == nil then
+    return nil
+  end
+  return string.format("%s: %s", type(v), (pretty.repr(v):gsub("\n.*", " ...")))
+end
+
+local general = [[
+gshell: Lua 5.4 with a PyTorch-like `torch` (globals torch, nn, optim, try_gpu, try_all_gpus).
+  x = torch.ones(2, 3, {device = try_gpu()})   expressions print their value
+  local y = x * 2                               locals stay for later lines; _ is the last value
+  x:sum();                                      a trailing ; prints nothing
+  help(torch.ones), ?torch.ones, torch.ones?    help on a function, table or value
+  x:<TAB>, torch.cu<TAB>                        completion of methods, fields, globals
+Magics:]]
+
+-- help(): general help; help(v): help on a value; help("name"): by name.
+function M.help(v, ...)
+  if select("#", v, ...) == 0 then
+    local lines = { general }
+    for _, s in ipairs(require("torch.shell.magics").summary) do
+      lines[#lines + 1] = string.format("  %-28s %s", s[1], s[2])
+    end
+    lines[#lines + 1] = "Ctrl-C interrupts running code, Ctrl-D leaves. Docs: docs/shell.md"
+    io.stdout:write(table.concat(lines, "\n"), "\n")
+    return
+  end
+  local text
+  if type(v) == "string" and docs.get(v) then
+    text = docs.get(v)
+  else
+    text = M.text(v)
+  end
+  io.stdout:write(text or "no help for this value", "\n")
+end
+
+-- Evaluates a dotted name in the session without calling anything.
+local function resolve(session, name)
+  local first, rest = name:match("^([%a_][%w_]*)(.*)$")
+  if not first then return nil end
+  local v = session and session:lookup(first) or _G[first]
+  local path = first
+  for sep, key in rest:gmatch("([%.:])([%a_][%w_]*)") do
+    if v == nil then return nil end
+    local ok, nv = pcall(function() return v[key] end)
+    if not ok then return nil end
+    if is_tensor(v) then path = "Tensor" end
+    path = path .. "." .. key
+    v = nv
+  end
+  return v, path
+end
+
+-- ?name: help by name, or on what the name evaluates to.
+function M.help_name(session, name)
+  if name == "" then return M.help() end
+  local text = docs.get((name:gsub(":", ".")))
+  if not text then
+    local v, path = resolve(session, name)
+    if path and docs.get(path) then
+      text = docs.get(path)
+    elseif v ~= nil then
+      text = M.text(v, name)
+    end
+  end
+  io.stdout:write(text or string.format("no help for '%s': no such name, and no documentation", name), "\n")
+end
+
+return M

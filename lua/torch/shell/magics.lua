@@ -1,0 +1,321 @@
+-- torch.shell.magics: the shell's own commands, typed on a line of their own.
+--
+--   %time stmt         run once, print wall and CPU time (devices synchronised)
+--   %timeit [-n N] [-r R] stmt
+--                      IPython's %timeit: warm up, pick the loop count, time
+--                      R runs, print "mean ± std per loop (...)"
+--   %devices           the devices, their memory, simulated or real
+--   %who, %whos        the user's variables (names; names with type and info)
+--   %tb                the traceback of the last error
+--   %magic             this list
+--   !cmd               run cmd with the system shell
+--   ?name, name?       help on name (also help(obj))
+local pretty = require "torch.shell.pretty"
+local ok_core, core = pcall(require, "torch.shell.core")
+if not ok_core then core = nil end
+
+local M = {}
+local magics = {}
+M.names = magics
+
+local function torch_mod()
+  return package.loaded.torch or rawget(_G, "torch")
+end
+
+-- A monotonic clock: torch.clock when the engine has it.
+local function clock()
+  local t = torch_mod()
+  if t and type(t.clock) == "function" then return t.clock() end
+  if core then return core.clock() end
+  return os.clock()
+end
+M.clock = clock
+
+-- Waits for queued device work, so timings measure work done, not queued.
+local function synchronize()
+  local t = torch_mod()
+  local cuda = t and t.cuda
+  if type(cuda) == "table" and type(cuda.synchronize) == "function" then
+    pcall(cuda.synchronize)
+  end
+end
+M.synchronize = synchronize
+
+-- IPython's time format: 3 significant digits in s, ms, µs or ns.
+function M.format_time(t, precision)
+  precision = precision or 3
+  if t >= 60 then
+    local parts, left = {}, t
+    for _, u in ipairs({ { "d", 86400 }, { "h", 3600 }, { "min", 60 }, { "s", 1 } }) do
+      local v = math.floor(left / u[2])
+      if v > 0 then
+        left = left % u[2]
+        parts[#parts + 1] = v .. u[1]
+      end
+      if left < 1 then break end
+    end
+    return table.concat(parts, " ")
+  end
+  local units = { "s", "ms", "µs", "ns" }
+  local scale = { 1, 1e3, 1e6, 1e9 }
+  local order = 3
+  if t > 0 then order = math.min(-(math.floor(math.log(t, 10)) // 3), 3) end
+  return string.format("%." .. precision .. "g %s", t * scale[order + 1], units[order + 1])
+end
+
+-- 1234567 -> "1,234,567"
+local function thousands(n)
+  local s = tostring(math.tointeger(n) or n)
+  while true do
+    local r, k = s:gsub("^(%d+)(%d%d%d)", "%1,%2")
+    s = r
+    if k == 0 then return s end
+  end
+end
+
+local function split_opts(rest, known)
+  local opts = {}
+  while true do
+    local flag, val, after = rest:match("^%s*%-(%a)%s*(%d*)%s*(.*)$")
+    if not flag or not known[flag] then break end
+    if known[flag] == "number" then
+      if val == "" then error("%timeit: -" .. flag .. " needs a number", 0) end
+      opts[flag] = tonumber(val)
+    else
+      if val ~= "" then break end
+      opts[flag] = true
+    end
+    rest = after
+  end
+  return opts, (rest:gsub("^%s+", ""))
+end
+
+-- The statement as a loop that runs it n times, compiled in the session.
+local function compile_loop(session, stmt)
+  local head = "return function(__gshell_n) for __gshell_i = 1, __gshell_n do "
+  local f = load(head .. stmt .. "\nend end", "=%timeit", "t", session.env)
+  if not f then
+    local err
+    f, err = load(head .. "local _ = " .. stmt .. "\nend end", "=%timeit", "t", session.env)
+    if not f then
+      _, err = load(stmt, "=%timeit", "t", session.env)
+      error(err or "%timeit: cannot compile the statement", 0)
+    end
+  end
+  return f()
+end
+
+-- Seconds taken by `loop(n)`, devices synchronised before and after.
+local function time_loop(loop, n)
+  synchronize()
+  local t0 = clock()
+  loop(n)
+  synchronize()
+  return clock() - t0
+end
+
+magics.timeit = function(session, rest)
+  local opts, stmt = split_opts(rest, { n = "number", r = "number", o = "flag", q = "flag" })
+  if stmt == "" then error("usage: %timeit [-n loops] [-r runs] statement", 0) end
+  local loop = compile_loop(session, stmt)
+  local timings = {}
+  time_loop(loop, 1)                                  -- warm up: caches, lazy init
+  local number = opts.n
+  if not number then
+    -- 1, 2, 5, 10, 20, 50, ... until one run takes 0.2 s
+    local base = 1
+    while true do
+      for _, m in ipairs({ 1, 2, 5 }) do
+        number = base * m
+        local t = time_loop(loop, number)
+        if t >= 0.2 then timings[1] = t; break end
+      end
+      if timings[1] or base >= 1e9 then break end
+      base = base * 10
+    end
+  end
+  local runs = opts.r
+  if not runs then
+    local one = timings[1] or time_loop(loop, number)
+    timings[1] = one
+    runs = math.max(1, math.min(7, math.floor(2.0 / math.max(one, 1e-9))))
+  end
+  for i = #timings + 1, runs do timings[i] = time_loop(loop, number) end
+  for i = runs + 1, #timings do timings[i] = nil end
+  local mean = 0
+  for i = 1, runs do timings[i] = timings[i] / number; mean = mean + timings[i] end
+  mean = mean / runs
+  local var = 0
+  for i = 1, runs do var = var + (timings[i] - mean) ^ 2 end
+  local std = math.sqrt(var / runs)
+  if not opts.q then
+    io.stdout:write(string.format(
+      "%s ± %s per loop (mean ± std. dev. of %d run%s, %s loop%s each)\n",
+      M.format_time(mean), M.format_time(std), runs, runs == 1 and "" or "s",
+      thousands(number), number == 1 and "" or "s"))
+  end
+  if opts.o then
+    return { mean = mean, std = std, runs = runs, loops = number, timings = timings }
+  end
+end
+
+magics.time = function(session, rest)
+  if rest:match("^%s*$") then error("usage: %time statement", 0) end
+  local fn, err = session:compile(rest, { chunkname = "=%time" })
+  if not fn then error(err, 0) end
+  synchronize()
+  local c0, t0 = os.clock(), clock()
+  local res = table.pack(fn())
+  synchronize()
+  local wall, cpu = clock() - t0, os.clock() - c0
+  io.stdout:write(string.format("CPU time: %s\nWall time: %s\n", M.format_time(cpu), M.format_time(wall)))
+  return table.unpack(res, 1, res.n)
+end
+
+local function fmt_bytes(n)
+  if type(n) ~= "number" then return "?" end
+  local units = { "B", "KiB", "MiB", "GiB", "TiB" }
+  local i = 1
+  while n >= 1024 and i < #units do n = n / 1024; i = i + 1 end
+  return i == 1 and string.format("%d B", n) or string.format("%.2f %s", n, units[i])
+end
+M.fmt_bytes = fmt_bytes
+
+-- The CUDA devices as a list of {name=, total=, used=, simulated=}.
+function M.cuda_devices()
+  local t = torch_mod()
+  local cuda = t and t.cuda
+  local list = {}
+  if type(cuda) ~= "table" or type(cuda.device_count) ~= "function" then return list end
+  local ok, n = pcall(cuda.device_count)
+  if not ok or type(n) ~= "number" then return list end
+  for i = 0, n - 1 do
+    local d = { index = i }
+    local okp, props = pcall(cuda.get_device_properties, i)
+    if okp and type(props) == "table" then
+      d.name, d.total, d.simulated = props.name, props.total_memory, props.simulated
+    end
+    if not d.name and cuda.get_device_name then
+      local okn, name = pcall(cuda.get_device_name, i)
+      if okn then d.name = name end
+    end
+    if cuda.memory_allocated then
+      local oku, used = pcall(cuda.memory_allocated, i)
+      if oku then d.used = used end
+    end
+    list[#list + 1] = d
+  end
+  return list
+end
+
+magics.devices = function()
+  local t = torch_mod()
+  local rows = { { "device", "name", "memory", "kind" } }
+  rows[2] = { "cpu", "host CPU", "-", "" }
+  for _, d in ipairs(M.cuda_devices()) do
+    local mem = d.total and ((d.used and (fmt_bytes(d.used) .. " used of ") or "") .. fmt_bytes(d.total)) or "?"
+    rows[#rows + 1] = { "cuda:" .. d.index, tostring(d.name or "?"), mem,
+      d.simulated and "simulated (host memory)" or "GPU" }
+  end
+  local w = {}
+  for _, r in ipairs(rows) do
+    for c, s in ipairs(r) do w[c] = math.max(w[c] or 0, utf8.len(s) or #s) end
+  end
+  for _, r in ipairs(rows) do
+    local cells = {}
+    for c, s in ipairs(r) do cells[c] = s .. string.rep(" ", w[c] - (utf8.len(s) or #s)) end
+    io.stdout:write((table.concat(cells, "  "):gsub("%s+$", "")), "\n")
+  end
+  if #rows == 2 then io.stdout:write("(no CUDA device; `gshell --sim-gpus 2` simulates two)\n") end
+  if t and type(t.get_default_device) == "function" then
+    local ok, dev = pcall(t.get_default_device)
+    if ok then io.stdout:write("default device: ", tostring(dev), "\n") end
+  end
+end
+
+magics.who = function(session)
+  local names = session:user_names()
+  if #names == 0 then
+    io.stdout:write("Interactive namespace is empty.\n")
+  else
+    io.stdout:write(table.concat(names, "\t"), "\n")
+  end
+end
+
+-- A short description of a value for %whos.
+local function info(v)
+  local mt = getmetatable(v)
+  local tname = type(mt) == "table" and type(rawget(mt, "__name")) == "string" and mt.__name or type(v)
+  if tname == "torch.Tensor" then
+    local ok, s = pcall(function()
+      return string.format("%s %s %s", tostring(v.shape), tostring(v.dtype), tostring(v.device))
+    end)
+    return "Tensor", ok and s or ""
+  end
+  local s = pretty.repr(v):gsub("\n.*", " ...")
+  if #s > 50 then s = s:sub(1, 47) .. "..." end
+  return tname, s
+end
+
+magics.whos = function(session)
+  local names = session:user_names()
+  if #names == 0 then
+    io.stdout:write("Interactive namespace is empty.\n")
+    return
+  end
+  local rows = { { "Variable", "Type", "Data/Info" } }
+  for _, n in ipairs(names) do
+    local ty, s = info(session:lookup(n))
+    rows[#rows + 1] = { n, ty, s }
+  end
+  local w1, w2 = 0, 0
+  for _, r in ipairs(rows) do w1 = math.max(w1, #r[1]); w2 = math.max(w2, #r[2]) end
+  for i, r in ipairs(rows) do
+    io.stdout:write(string.format("%-" .. w1 .. "s   %-" .. w2 .. "s   %s", r[1], r[2], r[3]):gsub("%s+$", ""), "\n")
+    if i == 1 then io.stdout:write(string.rep("-", w1 + w2 + 20), "\n") end
+  end
+end
+
+magics.tb = function(session)
+  io.stdout:write(session.last_traceback or "no error yet", "\n")
+end
+
+local summary = {
+  { "%time stmt", "run stmt once; CPU and wall time (devices synchronised)" },
+  { "%timeit [-n N] [-r R] stmt", "time stmt over many loops, as IPython" },
+  { "%devices", "the CPU and CUDA devices (real or simulated), memory" },
+  { "%who / %whos", "your variables / with types and values" },
+  { "%tb", "traceback of the last error" },
+  { "!cmd", "run cmd in the system shell" },
+  { "?name, name?, help(obj)", "help" },
+}
+
+magics.magic = function()
+  for _, s in ipairs(summary) do io.stdout:write(string.format("  %-28s %s\n", s[1], s[2])) end
+end
+magics.lsmagic = magics.magic
+M.summary = summary
+
+-- Runs one shell line.
+function M.run(session, line)
+  line = line:gsub("^%s+", ""):gsub("%s+$", "")
+  local c = line:sub(1, 1)
+  if c == "!" then
+    io.stdout:flush()
+    os.execute(line:sub(2))
+    return
+  end
+  if c == "?" or line:sub(-1) == "?" then
+    local name = line:gsub("^%?+", ""):gsub("%?+$", "")
+    require("torch.shell.help").help_name(session, name)
+    return
+  end
+  local name, rest = line:match("^%%%%?([%a_][%w_]*)%s*(.*)$")
+  local f = name and magics[name]
+  if not f then
+    error(string.format("unknown magic %%%s (%%magic lists them)", name or line), 0)
+  end
+  return f(session, rest)
+end
+
+return M

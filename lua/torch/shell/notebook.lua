@@ -1,0 +1,132 @@
+-- torch.shell.notebook: `gshell --notebook file.lua [--md out.md]`.
+--
+-- The file is split into cells at lines beginning `-- %%` (jupytext's
+-- "percent" format for Lua; `-- %% [markdown]` starts a Markdown cell whose
+-- lines are Lua comments). Code cells run in order in one session, each as
+-- if pasted at the prompt, and print as Jupyter does:
+--
+--   In [1]: x = torch.ones(2)
+--      ...: x
+--   Out[1]: tensor([1., 1.])
+--
+-- With --md the session is also written as Markdown: Markdown cells as they
+-- are, code in ```lua blocks, what each cell printed (its Out value
+-- included) in the ```output block after it. That file can be checked
+-- later with `gshell --check`. Errors are shown (positions read
+-- "In[3]:2:", line 2 of cell 3, as --check also numbers them) and the run
+-- goes on; the exit status is 1 when any cell failed.
+local Session = require "torch.shell.session"
+
+local M = {}
+
+local function trim_blank_lines(lines)
+  while #lines > 0 and lines[1]:match("^%s*$") do table.remove(lines, 1) end
+  while #lines > 0 and lines[#lines]:match("^%s*$") do table.remove(lines) end
+  return lines
+end
+
+-- Splits source text into cells: {kind = "code"|"markdown", text =, line =}
+-- where line is the file line of the cell's first line.
+function M.split_cells(src)
+  local cells = {}
+  local cur = { kind = "code", lines = {}, line = 1 }
+  local n = 0
+  local function flush()
+    local first = cur.line
+    -- the first kept line's number, after leading blank lines go
+    for _, l in ipairs(cur.lines) do
+      if l:match("^%s*$") then first = first + 1 else break end
+    end
+    local lines = trim_blank_lines(cur.lines)
+    if #lines > 0 then
+      if cur.kind == "markdown" then
+        for i, l in ipairs(lines) do lines[i] = l:gsub("^%-%- ?", "") end
+      end
+      cells[#cells + 1] = { kind = cur.kind, text = table.concat(lines, "\n"), line = first }
+    end
+  end
+  for line in (src .. "\n"):gmatch("(.-)\r?\n") do
+    n = n + 1
+    if line:match("^%-%- ?%%%%") then
+      flush()
+      local kind = line:match("%[markdown%]") and "markdown" or "code"
+      cur = { kind = kind, lines = {}, line = n + 1 }
+    else
+      cur.lines[#cur.lines + 1] = line
+    end
+  end
+  flush()
+  return cells
+end
+
+local function prefixed_input(n, text)
+  local out = {}
+  local first = true
+  for line in (text .. "\n"):gmatch("(.-)\n") do
+    out[#out + 1] = (first and string.format("In [%d]: ", n) or string.rep(" ", #tostring(n) + 2) .. "...: ") .. line
+    first = false
+  end
+  return table.concat(out, "\n")
+end
+
+-- Runs the notebook; returns the exit status.
+function M.run(path, md_path)
+  local f, err = io.open(path, "rb")
+  if not f then
+    io.stderr:write("gshell: cannot open ", path, ": ", tostring(err), "\n")
+    return 1
+  end
+  local src = f:read("a"):gsub("^#![^\n]*", "")
+  f:close()
+  local session = Session.new()
+  local md = {}
+  local failed = 0
+  local n = 0
+  for _, cell in ipairs(M.split_cells(src)) do
+    if cell.kind == "markdown" then
+      md[#md + 1] = cell.text .. "\n"
+    else
+      n = n + 1
+      io.stdout:write(prefixed_input(n, cell.text), "\n")
+      io.stdout:flush()
+      local r = session:run_captured(cell.text, { chunkname = string.format("=In[%d]", n) }, md_path == nil)
+      if r.output then io.stdout:write(r.output) end
+      if r.result then
+        local sep = r.result:find("\n", 1, true) and "\n" or " "
+        io.stdout:write(string.format("Out[%d]:%s%s\n", n, sep, r.result))
+      end
+      io.stdout:write("\n")
+      io.stdout:flush()
+      if r.status == "error" then
+        failed = failed + 1
+        if r.error and r.error:find("interrupted!$") then return 130 end
+      end
+      md[#md + 1] = "```lua\n" .. cell.text .. "\n```\n"
+      local shown = (r.output or "") .. (r.result and (r.result .. "\n") or "")
+      if shown ~= "" then md[#md + 1] = "```output\n" .. shown .. "```\n" end
+    end
+  end
+  if md_path then
+    local text = table.concat(md, "\n")
+    local tmp = md_path .. ".tmp"
+    local out, werr = io.open(tmp, "wb")
+    if not out then
+      io.stderr:write("gshell: cannot write ", md_path, ": ", tostring(werr), "\n")
+      return 1
+    end
+    out:write(text)
+    out:close()
+    local ok, rerr = os.rename(tmp, md_path)
+    if not ok then
+      io.stderr:write("gshell: cannot write ", md_path, ": ", tostring(rerr), "\n")
+      return 1
+    end
+  end
+  if failed > 0 then
+    io.stderr:write(string.format("gshell: %d of %d cells failed\n", failed, n))
+    return 1
+  end
+  return 0
+end
+
+return M

@@ -1,0 +1,293 @@
+/* main.c: the gshell program: command line, the Lua state with torch and
+ * the shell's globals, then a script, the prompt, a notebook or a doc check.
+ *
+ *   gshell [options] [script [args]]
+ *
+ * Options are read in order up to the script name, as lua.c does; -e and -l
+ * run in the order given. The arg table follows lua.c: arg[0] is the script,
+ * arg[1..] its arguments, negative indices the interpreter and options. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "gs_common.h"
+#include "lua_gs.h"
+#include "repl.h"
+
+static const char usage_text[] =
+  "usage: %s [options] [script [args]]\n"
+  "  script         run a Lua file with arg set; '-' runs stdin\n"
+  "  -e code        run code (may be repeated)\n"
+  "  -l mod         require mod into the global of that name\n"
+  "  -i             enter the prompt after running the script/-e\n"
+  "  --sim-gpus N   simulate N CUDA devices in host memory (GSHELL_SIM_MEM caps each)\n"
+  "  --notebook F   run F cell by cell (cells start at '-- %%%%' lines), Jupyter-style\n"
+  "  --md OUT       with --notebook: also write the session as Markdown to OUT\n"
+  "  --check DOC    run DOC's ```lua blocks, compare with their ```output blocks\n"
+  "  --update       with --check: rewrite the output blocks that differ\n"
+  "  --repl-stdin   the prompt, reading stdin without readline, prompts or banner\n"
+  "  -v, --version  print the version\n"
+  "  -h, --help     print this help\n"
+  "  --             stop handling options\n"
+  "With no script and no -e: the prompt on a terminal, else stdin as a script.\n"
+  "History: $GSHELL_HISTORY or ~/.gshell_history. Docs: docs/shell.md\n";
+
+typedef struct {
+  int interactive, version, help, repl_stdin, update, has_e;
+  int script;          /* argv index of the script, or 0 */
+  const char *notebook, *md, *check, *sim_gpus;
+} options;
+
+static void usage_error(const char *msg, const char *arg) {
+  fprintf(stderr, "%s: %s%s%s\n", gsR_progname, msg, arg ? " " : "", arg ? arg : "");
+  fprintf(stderr, "usage: %s [options] [script [args]]   (--help for more)\n", gsR_progname);
+}
+
+/* The value of an option: "--opt=value" or the next argument. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (*i + 1 >= argc) return NULL;
+  return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* Returns 0 on success, -1 on a usage error. */
+static int parse_args(int argc, char **argv, options *o) {
+  memset(o, 0, sizeof *o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || strcmp(a, "-") == 0) { o->script = i; return 0; }
+    if (strcmp(a, "--") == 0) { if (i + 1 < argc) o->script = i + 1; return 0; }
+    if (strcmp(a, "-i") == 0) o->interactive = 1;
+    else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) o->version = 1;
+    else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) o->help = 1;
+    else if (strcmp(a, "--update") == 0) o->update = 1;
+    else if (strcmp(a, "--repl-stdin") == 0) o->repl_stdin = 1;
+    else if (strcmp(a, "-e") == 0 || strcmp(a, "-l") == 0) {
+      if (i + 1 >= argc) { usage_error("missing argument after", a); return -1; }
+      if (a[1] == 'e') o->has_e = 1;
+      i++;
+    } else if (is_opt(a, "--sim-gpus") || is_opt(a, "--notebook") || is_opt(a, "--md") ||
+               is_opt(a, "--check")) {
+      const char *name = a[2] == 's' ? "--sim-gpus" : a[2] == 'n' ? "--notebook"
+                       : a[2] == 'm' ? "--md" : "--check";
+      const char *v = opt_value(argc, argv, &i, name);
+      if (v == NULL) { usage_error("missing argument after", name); return -1; }
+      if (name[2] == 's') o->sim_gpus = v;
+      else if (name[2] == 'n') o->notebook = v;
+      else if (name[2] == 'm') o->md = v;
+      else o->check = v;
+    } else {
+      usage_error("unrecognized option", a);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The arg table, as lua.c builds it. */
+static void create_arg_table(lua_State *L, int argc, char **argv, int script) {
+  lua_createtable(L, argc, 0);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i - script);
+  }
+  lua_setglobal(L, "arg");
+}
+
+/* Opens torch and sets the shell's globals. Runs protected. */
+static int open_torch(lua_State *L) {
+  luaL_requiref(L, "torch", luaopen_torch, 1);
+  static const char *const globals[] = {"nn", "optim", "try_gpu", "try_all_gpus", NULL};
+  for (int i = 0; globals[i]; i++) {
+    if (lua_getfield(L, -1, globals[i]) != LUA_TNIL) lua_setglobal(L, globals[i]);
+    else lua_pop(L, 1);
+  }
+  return 0;
+}
+
+/* help(...) loads the shell's help module on first use. */
+static const char help_stub[] =
+  "help = function(...) return require('torch.shell.help').help(...) end";
+
+/* Calls a Lua function of a shell module with string arguments; returns
+ * its integer result as an exit status (1 on error). */
+static int call_shell(lua_State *L, const char *module, const char *fn, int nargs, const char *const *args) {
+  lua_getglobal(L, "require");
+  lua_pushstring(L, module);
+  int st = gsR_docall(L, 1, 1);
+  if (st != LUA_OK) { gsR_report(L, st); return 1; }
+  lua_getfield(L, -1, fn);
+  lua_remove(L, -2);
+  for (int i = 0; i < nargs; i++) {
+    if (args[i]) lua_pushstring(L, args[i]);
+    else lua_pushnil(L);
+  }
+  st = gsR_docall(L, nargs, 1);
+  if (st != LUA_OK) { gsR_report(L, st); return 1; }
+  int status = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  return status;
+}
+
+/* Runs -e and -l in order. Inside the session when interactive, so that
+ * locals survive. Returns 0 or 1. */
+static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
+  int end = o->script ? o->script : argc;
+  for (int i = 1; i < end; i++) {
+    int st;
+    if (strcmp(argv[i], "-e") == 0) {
+      const char *code = argv[++i];
+      if (o->interactive || o->repl_stdin) {
+        lua_getglobal(L, "require");
+        lua_pushliteral(L, "torch.shell.repl");
+        st = gsR_docall(L, 1, 1);
+        if (st == LUA_OK) {
+          lua_getfield(L, -1, "run_string");
+          lua_remove(L, -2);
+          lua_pushstring(L, code);
+          st = gsR_docall(L, 1, 0);
+        }
+      } else {
+        st = luaL_loadbuffer(L, code, strlen(code), "=(command line)");
+        if (st == LUA_OK) st = gsR_docall(L, 0, 0);
+      }
+    } else if (strcmp(argv[i], "-l") == 0) {
+      const char *mod = argv[++i];
+      lua_getglobal(L, "require");
+      lua_pushstring(L, mod);
+      st = gsR_docall(L, 1, 1);
+      if (st == LUA_OK) lua_setglobal(L, mod);
+    } else {
+      if (strcmp(argv[i], "--sim-gpus") == 0 || strcmp(argv[i], "--notebook") == 0 ||
+          strcmp(argv[i], "--md") == 0 || strcmp(argv[i], "--check") == 0) i++;
+      continue;
+    }
+    if (st != LUA_OK) { gsR_report(L, st); return 1; }
+  }
+  return 0;
+}
+
+/* Runs the script with its arguments; in the session when interactive. */
+static int run_script(lua_State *L, int argc, char **argv, const options *o) {
+  const char *name = argv[o->script];
+  int nargs = argc - o->script - 1, st;
+  if (o->interactive || o->repl_stdin) {
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "torch.shell.repl");
+    st = gsR_docall(L, 1, 1);
+    if (st == LUA_OK) {
+      lua_getfield(L, -1, "run_script");
+      lua_remove(L, -2);
+      lua_pushstring(L, name);
+      for (int i = 0; i < nargs; i++) lua_pushstring(L, argv[o->script + 1 + i]);
+      st = gsR_docall(L, nargs + 1, 0);
+    }
+  } else {
+    const char *fname = strcmp(name, "-") == 0 ? NULL : name;
+    st = luaL_loadfile(L, fname);
+    if (st == LUA_OK) {
+      luaL_checkstack(L, nargs, "too many arguments to script");
+      for (int i = 0; i < nargs; i++) lua_pushstring(L, argv[o->script + 1 + i]);
+      st = gsR_docall(L, nargs, 0);
+    }
+  }
+  if (st != LUA_OK) { gsR_report(L, st); return 1; }
+  return 0;
+}
+
+static int print_banner(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "torch.shell.repl");
+  int st = gsR_docall(L, 1, 1);
+  if (st == LUA_OK) {
+    lua_getfield(L, -1, "banner");
+    lua_remove(L, -2);
+    st = gsR_docall(L, 0, 1);
+  }
+  if (st != LUA_OK) { gsR_report(L, st); return 1; }
+  printf("%s\n", lua_tostring(L, -1));
+  lua_pop(L, 1);
+  fflush(stdout);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  if (parse_args(argc, argv, &o) != 0) return 1;
+  if (o.help) {
+    printf(usage_text, gsR_progname);
+    return 0;
+  }
+  if (o.version && !o.script && !o.has_e && !o.interactive && !o.notebook && !o.check) {
+    printf("gshell %s (%s)\n", GS_VERSION, LUA_RELEASE);
+    return 0;
+  }
+  if (o.sim_gpus) {
+    char *end;
+    long n = strtol(o.sim_gpus, &end, 10);
+    if (*o.sim_gpus == '\0' || *end != '\0' || n < 0 || n > 64) {
+      usage_error("--sim-gpus wants a number of devices from 0 to 64, not", o.sim_gpus);
+      return 1;
+    }
+    setenv("GSHELL_SIM_GPUS", o.sim_gpus, 1);
+  }
+  if (o.md && !o.notebook) { usage_error("--md goes with --notebook", NULL); return 1; }
+  if (o.update && !o.check) { usage_error("--update goes with --check", NULL); return 1; }
+
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", gsR_progname);
+    return 1;
+  }
+  luaL_openlibs(L);
+  gsR_open_core(L);
+  create_arg_table(L, argc, argv, o.script);
+  lua_pushcfunction(L, open_torch);
+  int st = gsR_docall(L, 0, 0);
+  if (st != LUA_OK) {
+    fprintf(stderr, "%s: cannot load torch: %s\n", gsR_progname, lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  if (luaL_dostring(L, help_stub) != LUA_OK) lua_pop(L, 1);
+
+  int status = 0;
+  if (o.version) printf("gshell %s (%s)\n", GS_VERSION, LUA_RELEASE);
+  if (o.notebook) {
+    const char *args[] = {o.notebook, o.md};
+    status = call_shell(L, "torch.shell.notebook", "run", 2, args);
+  } else if (o.check) {
+    const char *args[] = {o.check, o.update ? "update" : NULL};
+    status = call_shell(L, "torch.shell.check", "run", 2, args);
+  } else {
+    status = run_e_and_l(L, argc, argv, &o);
+    if (o.script && (status == 0 || o.interactive)) status |= run_script(L, argc, argv, &o);
+    if (o.repl_stdin) {
+      gsR_repl(L, 0, 0);
+    } else if (o.interactive || (!o.script && !o.has_e && !o.version)) {
+      if (isatty(0)) {
+        if (!o.script && !o.has_e) print_banner(L);
+        gsR_repl(L, 1, 1);
+      } else if (o.interactive) {
+        gsR_repl(L, 0, 1);      /* piped into -i: prompts shown, no editing */
+      } else {
+        static char dash[] = "-";
+        char *stdin_argv[] = {argv[0], dash, NULL};
+        options so = o;
+        so.script = 1;
+        status = run_script(L, 2, stdin_argv, &so);
+      }
+    }
+  }
+  lua_close(L);
+  return status;
+}
