@@ -66,19 +66,28 @@ void gsL_register(lua_State *L, int idx) {
   lua_pop(L, 1);
 }
 
+/* The tensor metatable's address, to recognise tensors with one pointer
+ * comparison (luaL_testudata costs a registry lookup per argument). */
+static const void *tensor_mt;
+void gsL_set_tensor_mt(const void *mt) { tensor_mt = mt; }
+
 gs_tensor *gsL_testtensor(lua_State *L, int idx) {
-  gs_tensor **p = luaL_testudata(L, idx, GSL_TENSOR_MT);
-  return p ? *p : NULL;
+  void *p = lua_touserdata(L, idx);
+  if (!p || !lua_getmetatable(L, idx)) return NULL;
+  const void *mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  if (mt == tensor_mt) return *(gs_tensor **)p;
+  p = luaL_testudata(L, idx, GSL_TENSOR_MT); /* another Lua state's module */
+  return p ? *(gs_tensor **)p : NULL;
 }
 
 gs_tensor *gsL_checktensor(lua_State *L, int idx) {
+  gs_tensor *t = gsL_testtensor(L, idx);
+  if (t) return t;
   gs_tensor **p = luaL_testudata(L, idx, GSL_TENSOR_MT);
-  if (!p) {
-    const char *got = luaL_typename(L, idx);
-    luaL_error(L, "bad argument #%d: expected a tensor, got %s", idx, got);
-  }
-  if (!*p) luaL_error(L, "bad argument #%d: this tensor was already freed (closed)", idx);
-  return *p;
+  if (p) luaL_error(L, "bad argument #%d: this tensor was already freed (closed)", idx);
+  luaL_error(L, "bad argument #%d: expected a tensor, got %s", idx, luaL_typename(L, idx));
+  return NULL;
 }
 
 /* ---- dtypes: one object per dtype, so x.dtype == torch.float32 holds ---- */

@@ -23,7 +23,8 @@ gs_tensor *gsL_checktensor(lua_State *L, int idx);
 /* Records the tensor object at idx as its tensor's one Lua value (done
  * when the engine starts holding the tensor, e.g. x.grad = g). */
 void gsL_register(lua_State *L, int idx);
-gs_tensor *gsL_testtensor(lua_State *L, int idx);
+gs_tensor *gsL_testtensor(lua_State *L, int idx);   /* NULL for non-tensors and closed ones */
+void gsL_set_tensor_mt(const void *mt);
 
 /* Devices and dtypes: a device object, string or integer ordinal; a dtype
  * object or name. */

@@ -266,6 +266,7 @@ static int t_unm(lua_State *L) {
 
 void gsL_open_tensor(lua_State *L) {
   luaL_newmetatable(L, GSL_TENSOR_MT);
+  gsL_set_tensor_mt(lua_topointer(L, -1));
   static const luaL_Reg meta[] = {
     {"__gc", t_gc}, {"__close", t_gc}, {"__tostring", t_tostring}, {"__len", t_len},
     {"__newindex", t_newindex}, {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul},
