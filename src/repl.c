@@ -161,6 +161,7 @@ static char **attempt_completion(const char *text, int start, int end) {
   /* inside a string: readline's file name completion */
   if (rl_completion_quote_character) return NULL;
   rl_attempted_completion_over = 1;
+  rl_completion_append_character = '\0';   /* reset before every call */
   comp_fill(text);
   if (comp_n == 0) return NULL;
   return rl_completion_matches(text, comp_generator);

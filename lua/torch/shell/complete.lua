@@ -5,7 +5,8 @@
 -- ":" is evaluated by indexing only (nothing is called except __index
 -- metamethods); its keys are offered, following the __index tables of
 -- metatables so tensor methods and class methods appear. After ":" only
--- functions are offered. Userdata whose __index is a function offer their
+-- functions are offered; names starting with "_" only when the typed part
+-- does. Userdata whose __index is a function offer their
 -- metatable's __methods table and own entries, and the names of its
 -- __fields list (tensors: the fields API.md lists).
 local M = {}
@@ -82,7 +83,7 @@ function M.complete(session, word)
     end
     if v == nil then return list end
     for k, val in pairs(M.members(v)) do
-      if k:sub(1, #part) == part and k:match("^[%a_][%w_]*$") and not k:match("^__")
+      if k:sub(1, #part) == part and k:match("^[%a_][%w_]*$") and (part:sub(1, 1) == "_" or k:sub(1, 1) ~= "_")
          and (sep == "." or is_callable(val) or val == true) then
         list[#list + 1] = base .. sep .. k
       end

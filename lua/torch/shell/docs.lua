@@ -144,6 +144,17 @@ local T = {
   long = "() -> int64", int = "() -> int32", bool = "() -> bool",
 }
 for name, sig in pairs(T) do entries["Tensor." .. name] = "x:" .. name .. sig end
+local fields = {
+  shape = "x.shape: the sizes, a torch.Size (x:size() too)",
+  dtype = "x.dtype: the element type, e.g. torch.float32",
+  device = "x.device: where the data lives, e.g. device(type='cuda', index=0)",
+  ndim = "x.ndim: number of dims", is_cuda = "x.is_cuda: true on a CUDA device (real or simulated)",
+  requires_grad = "x.requires_grad: whether operations on x are recorded for backward()",
+  grad = "x.grad: the gradient accumulated by backward(), or nil",
+  grad_fn = "x.grad_fn: the operation that made x (for autograd), or nil",
+  data = "x.data: the same data, detached from autograd", T = "x.T: x with its dims reversed",
+}
+for name, text in pairs(fields) do entries["Tensor." .. name] = text end
 entries["Tensor"] = "Tensor: fields shape, dtype, device, ndim, is_cuda, requires_grad, grad, grad_fn, data, T; x[i], x[{i, j}]"
 
 -- Text for a name, or nil. torch.f falls back to Tensor.f (every tensor

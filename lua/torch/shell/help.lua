@@ -92,7 +92,7 @@ local function wrap_list(prefix, names)
   local lines, line = {}, prefix
   for i, n in ipairs(names) do
     local piece = n .. (i < #names and ", " or "")
-    if #line + #piece > 78 then lines[#lines + 1] = line; line = "  " end
+    if #line + #piece > 79 then lines[#lines + 1] = line:gsub("%s+$", ""); line = "  " end
     line = line .. piece
   end
   lines[#lines + 1] = line
@@ -121,7 +121,9 @@ function M.text(v, name)
       table.concat(params, ", "), info.short_src, info.linedefined)
   elseif is_tensor(v) then
     local ok, desc = pcall(function()
-      return string.format("Tensor of shape %s, %s, on %s", tostring(v.shape), tostring(v.dtype), tostring(v.device))
+      local d = v.device
+      local where = d.index and (d.type .. ":" .. d.index) or d.type
+      return string.format("Tensor of shape %s, %s, on %s", tostring(v.shape), tostring(v.dtype), where)
     end)
     return (ok and desc or "Tensor") .. "\n" .. wrap_list("Methods: ", tensor_methods(v))
   elseif ty == "table" and not (getmetatable(v) or {}).__tostring then
@@ -149,8 +151,9 @@ gshell: Lua 5.4 with a PyTorch-like `torch` (globals torch, nn, optim, try_gpu, 
 Magics:]]
 
 -- help(): general help; help(v): help on a value; help("name"): by name.
-function M.help(v, ...)
-  if select("#", v, ...) == 0 then
+function M.help(...)
+  local v = ...
+  if select("#", ...) == 0 then
     local lines = { general }
     for _, s in ipairs(require("torch.shell.magics").summary) do
       lines[#lines + 1] = string.format("  %-28s %s", s[1], s[2])
