@@ -37,9 +37,16 @@ void *gs_host_alloc(size_t n) {
   if (b) { bins[c] = b->next; cached_bytes -= rounded; }
   pthread_mutex_unlock(&lock);
   if (!b) {
-    b = aligned_alloc(64, rounded);
-    if (!b) { gs_host_empty_cache(); b = aligned_alloc(64, rounded); }
-    if (!b) return NULL;
+    /* posix_memalign, not aligned_alloc: C11 makes aligned_alloc undefined
+     * unless the size is a multiple of the alignment, and the small size
+     * classes (80, 96, 112, ...) are not (ASan aborts on them) */
+    void *m = NULL;
+    if (posix_memalign(&m, 64, rounded) != 0) {
+      gs_host_empty_cache();
+      if (posix_memalign(&m, 64, rounded) != 0) m = NULL;
+    }
+    if (!m) return NULL;
+    b = m;
   }
   pthread_mutex_lock(&lock);
   in_use_bytes += rounded;
