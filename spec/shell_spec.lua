@@ -260,6 +260,63 @@ describe("gshell prompt", function()
   end)
 end)
 
+describe("gshell cell rewriting", function()
+  -- Runs Lua code inside gshell (where the shell's modules load) and
+  -- returns what it printed.
+  local function inside(code)
+    local out, err, code_ = gshell({ "-e", code })
+    assert.are.equal(0, code_, err)
+    return out
+  end
+
+  it("rewrites only top-level locals, keeping newlines, and the result compiles", function()
+    local out = inside([=[
+      local S = require "torch.shell.session"
+      local cases = {
+        "local a = {f = function() local b = 1 return b end}",
+        "local s = [[local z = 1]] local w = 'local'",
+        "local t = f \"str\" local u = f{1}",
+        "local x = 1 -- comment\nlocal y = x",
+        "local function f() end local g = f",
+        "local a, b",
+        "local x = a.b:c(d)[e] x = 2",
+        "local x = 1 +\n 2\nprint(x)",
+        "if true then local q = 1 end",
+        "local c <close> = nil",
+      }
+      for _, c in ipairs(cases) do
+        local r = S.rewrite_locals(c)
+        local _, n1 = c:gsub("\n", "")
+        local _, n2 = r:gsub("\n", "")
+        print(n1 == n2, load(r) ~= nil, (r:gsub("\n", "|")))
+      end]=])
+    local expected = {
+      'true\ttrue\ta = __gshell_decl({"a"},  {f = function() local b = 1 return b end})',
+      "true\ttrue\ts = __gshell_decl({\"s\"},  [[local z = 1]]) w = __gshell_decl({\"w\"},  'local')",
+      'true\ttrue\tt = __gshell_decl({"t"},  f "str") u = __gshell_decl({"u"},  f{1})',
+      'true\ttrue\tx = __gshell_decl({"x"},  1) -- comment|y = __gshell_decl({"y"},  x)',
+      'true\ttrue\t;__gshell_decl({"f"}); function f() end g = __gshell_decl({"g"},  f)',
+      'true\ttrue\ta, b = __gshell_decl({"a", "b"})',
+      'true\ttrue\tx = __gshell_decl({"x"},  a.b:c(d)[e]) x = 2',
+      'true\ttrue\tx = __gshell_decl({"x"},  1 +| 2)|print(x)',
+      'true\ttrue\tif true then local q = 1 end',
+      'true\ttrue\tlocal c <close> = nil',
+    }
+    assert.are.equal(table.concat(expected, "\n") .. "\n", out)
+  end)
+
+  it("returns the last statement only when it starts a new expression", function()
+    local out = inside([[
+      local S = require "torch.shell.session"
+      print(S.return_last("x = 1\ny"))
+      print(S.return_last("x = a\n-b"))
+      print(S.return_last("f(a,\n  b)"))
+      print(S.return_last("x = 1; x"))
+      print(S.return_last("for i = 1, 2 do end"))]])
+    assert.are.equal("x = 1\nreturn y\nnil\nnil\nx = 1; return x\nnil\n", out)
+  end)
+end)
+
 describe("gshell --notebook", function()
   it("prints In [n] / Out[n] like Jupyter and exits 1 when a cell fails", function()
     local out, err, code = gshell({ "--notebook", FIX .. "shell_notebook.lua" })

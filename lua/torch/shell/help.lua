@@ -162,12 +162,11 @@ function M.help(...)
     io.stdout:write(table.concat(lines, "\n"), "\n")
     return
   end
-  local text
-  if type(v) == "string" and docs.get(v) then
-    text = docs.get(v)
-  else
-    text = M.text(v)
+  if type(v) == "string" and v:match("^[%a_][%w_%.:]*$") then
+    return M.help_name(nil, v)                 -- help("torch.ones")
   end
+  local text = M.text(v)
+  if v == nil then text = "no help: the value is nil (is the name defined?)" end
   io.stdout:write(text or "no help for this value", "\n")
 end
 
@@ -175,7 +174,8 @@ end
 local function resolve(session, name)
   local first, rest = name:match("^([%a_][%w_]*)(.*)$")
   if not first then return nil end
-  local v = session and session:lookup(first) or _G[first]
+  local v
+  if session then v = session:lookup(first) else v = _G[first] end
   local path = first
   for sep, key in rest:gmatch("([%.:])([%a_][%w_]*)") do
     if v == nil then return nil end
