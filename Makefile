@@ -78,8 +78,11 @@ $(BUILD)/cu/%.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/*.h) $(FL
 	$(NVCC) $(NVFLAGS) -c -o $@ $<
 
 # The Lua library is compiled into the binary: gshell needs no files beside it.
-$(BUILD)/gen/lua_embedded.c $(BUILD)/gen/lua_embedded.h: $(LUA_SRCS) tools/embed_lua.sh | $(BUILD)/gen
+# One run writes both files; the header follows the .c (safe under -j).
+$(BUILD)/gen/lua_embedded.c: $(LUA_SRCS) tools/embed_lua.sh | $(BUILD)/gen
 	sh tools/embed_lua.sh $(BUILD)/gen $(LUA_SRCS)
+$(BUILD)/gen/lua_embedded.h: $(BUILD)/gen/lua_embedded.c
+	@test -f $@
 
 $(BUILD)/obj/lua_embedded.o: $(BUILD)/gen/lua_embedded.c
 	$(CC) $(CFLAGS) -c -o $@ $<

@@ -275,6 +275,15 @@ void gsL_open_tensor(lua_State *L) {
   luaL_setfuncs(L, meta, 0);
   lua_pushliteral(L, "torch.Tensor");
   lua_setfield(L, -2, "__name");
+  /* the fields __index answers, for completion and help */
+  static const char *fields[] = {"device", "dtype", "shape", "ndim", "is_cuda", "is_leaf", "requires_grad",
+                                 "grad", "grad_fn", "data", "T"};
+  lua_createtable(L, (int)(sizeof fields / sizeof fields[0]), 0);
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    lua_pushstring(L, fields[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "__fields");
   /* methods: a plain table, also reachable as torch._methods for the
    * Lua side (help, completion, torch.<method> functions) */
   lua_newtable(L);
