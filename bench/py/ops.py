@@ -1,0 +1,103 @@
+"""PyTorch side of the gshell benchmarks: the same work as bench/lua/ops.lua.
+
+Prints one `name value unit` line per benchmark (see bench/README.md).
+Run with Debian's interpreter: /usr/bin/python3 bench/py/ops.py
+"""
+import statistics
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(2)
+clock = time.perf_counter
+
+
+def time_per_iter(fn, iters, reps=5, warmup=2):
+    """Median over `reps` repetitions of the mean time of one call of fn."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = clock()
+        for _ in range(iters):
+            fn()
+        times.append((clock() - t0) / iters)
+    return statistics.median(times)
+
+
+def report(name, value, unit):
+    print(f"{name} {value:.6g} {unit}", flush=True)
+
+
+def run(name, unit, f):
+    try:
+        report(name, f(), unit)
+    except Exception as e:  # keep going: one broken benchmark is one "n/a"
+        print(f"{name} nan {unit}", flush=True)
+        print(f"# {name} failed: {e}", file=sys.stderr)
+
+
+# -- per-op overhead: a + b on 4-element float tensors --------------------
+def tiny_add():
+    a, b = torch.ones(4), torch.ones(4)
+    n = 100_000
+
+    def loop():
+        for _ in range(n):
+            c = a + b  # noqa: F841
+
+    return time_per_iter(loop, 1, reps=5, warmup=1) / n * 1e6
+
+
+run("add_tiny", "us/op", tiny_add)
+
+
+# -- matmul GFLOP/s ----------------------------------------------------------
+def matmul(n, iters, reps):
+    def f():
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        t = time_per_iter(lambda: torch.matmul(a, b), iters, reps, warmup=1)
+        return 2 * n**3 / t / 1e9
+    return f
+
+
+run("matmul_500", "GFLOP/s", matmul(500, 20, 5))
+run("matmul_2000", "GFLOP/s", matmul(2000, 1, 3))
+
+# -- 16M float32 memory-bound ops: GB/s counting bytes read + written --------
+N = 16 * 1024 * 1024
+F = 4  # bytes per float32
+x, y = torch.randn(N), torch.randn(N)
+
+
+def gbps(nbytes, fn, iters=10):
+    return lambda: nbytes / time_per_iter(fn, iters) / 1e9
+
+
+run("copy_16M", "GB/s", gbps(2 * N * F, lambda: y.copy_(x)))
+run("add_16M", "GB/s", gbps(3 * N * F, lambda: x + y))
+run("exp_16M", "GB/s", gbps(2 * N * F, lambda: x.exp()))
+run("sum_16M", "GB/s", gbps(N * F, lambda: x.sum()))
+del x, y
+
+
+# -- MLP training step: 784-256-10, batch 256, SGD ---------------------------
+def mlp():
+    nn = torch.nn
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    lossf = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    X, y = torch.randn(256, 784), torch.randint(0, 10, (256,))
+
+    def step():
+        opt.zero_grad()
+        loss = lossf(net(X), y)
+        loss.backward()
+        opt.step()
+
+    return 1 / time_per_iter(step, 20, reps=5, warmup=3)
+
+
+run("mlp_step", "steps/s", mlp)

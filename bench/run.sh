@@ -1,0 +1,125 @@
+#!/bin/sh
+# gshell vs PyTorch on this machine's CPU. Usage: sh bench/run.sh [BUILD_DIR]
+# (`make bench` runs it after `make`). Prints a table and writes it, with the
+# machine's description, to bench/results/cpu-latest.md. See bench/README.md.
+#   BENCH_ROUNDS=N   rounds of the op benchmarks per side (default 2)
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+ROUNDS=${BENCH_ROUNDS:-2}
+PY=/usr/bin/python3          # Debian's python, the one with torch
+LUA=lua5.4
+export LUA_CPATH="$BUILD/?.so;;"
+OUT=bench/results/cpu-latest.md
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+[ -f "$BUILD/torch.so" ] || { echo "bench: $BUILD/torch.so is missing: run make first" >&2; exit 1; }
+$PY -c 'import torch' 2>/dev/null || { echo "bench: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 1; }
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+awk -v l="$load0" 'BEGIN { exit !(l + 0 > 1) }' &&
+  echo "bench: warning: load average $load0 before starting: other work will skew the numbers" >&2
+
+# Each step prints `name value unit` lines (and `# note` lines); failures go
+# to stderr. The op benchmarks run in rounds, alternating which side goes
+# first (gshell, pytorch, pytorch, gshell, ...) so that both meet the same
+# background load; the best round of each side counts.
+gs() { echo "bench: ops, gshell (round $1/$ROUNDS)" >&2; $LUA bench/lua/ops.lua >>"$tmp/gshell"; }
+py() { echo "bench: ops, pytorch (round $1/$ROUNDS)" >&2; $PY bench/py/ops.py >>"$tmp/pytorch"; }
+echo "bench: start-up (gshell, then pytorch)" >&2
+$PY bench/py/startup.py gshell "$BUILD" >"$tmp/gshell"
+$PY bench/py/startup.py pytorch         >"$tmp/pytorch"
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+  if [ $((r % 2)) -eq 1 ]; then gs $r; py $r; else py $r; gs $r; fi
+  r=$((r + 1))
+done
+
+# The rows: key | what is measured | which is better | target ratio ("-": none).
+# ratio = how many times better gshell is: gshell/pytorch when higher is
+# better, pytorch/gshell when lower is better. So ratio > 1 favours gshell.
+cat >"$tmp/spec" <<'SPEC'
+startup|start-up to a first tensor (process wall time)|lower|20
+add_tiny|per-op overhead, a + b on 4 floats|lower|2
+matmul_500|matmul 500x500 float32|higher|0.9
+matmul_2000|matmul 2000x2000 float32|higher|0.9
+add_16M|x + y, 16M float32 (out of place)|higher|2
+exp_16M|x:exp(), 16M float32 (out of place)|higher|2
+sum_16M|x:sum(), 16M float32|higher|0.9
+copy_16M|y:copy_(x), 16M float32 (memory bandwidth)|higher|-
+mlp_step|MLP 784-256-10 train step, batch 256, SGD|higher|1
+SPEC
+
+# Best value per side and key ("nan": that side failed or lacks the feature).
+best() {
+  awk -F'|' '
+    function num(v) { return v ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
+    FILENAME == ARGV[1] { higher[$1] = $3 == "higher"; next }
+    /^#/ { next }
+    {
+      split($0, f, " "); k = f[1]; v = f[2]; unit[k] = f[3]
+      if (!(k in val) || !num(val[k])) val[k] = v
+      else if (num(v) && (higher[k] ? v + 0 > val[k] + 0 : v + 0 < val[k] + 0)) val[k] = v
+    }
+    END { for (k in val) print k, val[k], unit[k] }' "$tmp/spec" "$1"
+}
+best "$tmp/gshell" >"$tmp/gshell.best"
+best "$tmp/pytorch" >"$tmp/pytorch.best"
+
+table=$(awk -F'|' '
+  function num(v) { return v ~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/ }
+  function fmt(v, u) {
+    if (!num(v)) return "n/a"
+    v += 0
+    return sprintf(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : v >= 1 ? "%.2f" : "%.3f", v) u
+  }
+  FILENAME == ARGV[1] { split($0, f, " "); gs[f[1]] = f[2]; unit[f[1]] = f[3]; next }
+  FILENAME == ARGV[2] { split($0, f, " "); py[f[1]] = f[2]; if (!(f[1] in unit)) unit[f[1]] = f[3]; next }
+  {
+    k = $1; g = gs[k]; p = py[k]; ok = num(g) && num(p) && g > 0 && p > 0
+    ratio = ok ? ($3 == "higher" ? g / p : p / g) : 0
+    tgt = $4 == "-" ? "-" : ">= " $4 "x"
+    res = !ok ? "n/a" : $4 == "-" ? "info" : ratio >= $4 ? "PASS" : "MISS"
+    printf "| %s | %s | %s | %s | %s | %s |\n", $2, fmt(g, " " unit[k]), fmt(p, " " unit[k]),
+           fmt(ok ? ratio : "", "x"), tgt, res
+  }' "$tmp/gshell.best" "$tmp/pytorch.best" "$tmp/spec")
+
+header="| benchmark | gshell | pytorch | ratio (>1: gshell better) | target | result |
+| --- | ---: | ---: | ---: | --- | --- |"
+
+# Notes: the steps' own `#` lines, and the memory-bound rows as a share of the
+# best copy bandwidth either side reached (the machine's bandwidth).
+notes=$( { grep -h '^#' "$tmp/gshell" "$tmp/pytorch" | sort -u | sed 's/^# */- /'
+  awk 'FILENAME == ARGV[1] { gs[$1] = $2 } FILENAME == ARGV[2] { py[$1] = $2 }
+    END {
+      bw = gs["copy_16M"] + 0 > py["copy_16M"] + 0 ? gs["copy_16M"] : py["copy_16M"]
+      if (bw + 0 <= 0) exit
+      printf "- memory bandwidth (best copy): %.1f GB/s; as a share of it:", bw
+      n = split("add_16M exp_16M sum_16M", k, " ")
+      for (i = 1; i <= n; i++)
+        printf " %s gshell %.0f%% / pytorch %.0f%%%s", k[i], 100 * gs[k[i]] / bw, 100 * py[k[i]] / bw, i < n ? "," : "\n"
+    }' "$tmp/gshell.best" "$tmp/pytorch.best"; } )
+
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+machine="$(nproc) cores, $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo)"
+torchv=$($PY -c 'import torch; print(torch.__version__)')
+
+printf '\n%s\n%s\n\n%s\n' "$header" "$table" "$notes"
+
+mkdir -p "$(dirname "$OUT")"
+{
+  echo "# gshell vs PyTorch, CPU"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- machine: $machine"
+  echo "- load average before / after: $load0 / $load1 (other work running at the same time skews the numbers)"
+  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD), PyTorch $torchv with torch.set_num_threads(2)"
+  echo "- ratio: how many times better gshell is (time: pytorch/gshell; rate: gshell/pytorch)"
+  echo "- each value: median of timed repetitions after warm-up, best of $ROUNDS rounds per side; GB/s counts bytes read + written"
+  echo
+  echo "$header"
+  echo "$table"
+  [ -n "$notes" ] && { echo; echo "$notes"; }
+} >"$OUT"
+echo "bench: wrote $OUT" >&2
