@@ -10,7 +10,14 @@ local errors = H.errors
 -- Under AddressSanitizer an absurd allocation aborts the process instead
 -- of returning NULL (allocator_may_return_null is off), so the one test
 -- that really asks malloc for petabytes is skipped there.
-local UNDER_ASAN = (os.getenv("LD_PRELOAD") or ""):find("asan") ~= nil
+local UNDER_ASAN = H.UNDER_ASAN
+
+-- Known bugs in files this suite may not fix (name -> what is wrong).
+local KNOWN = {
+  ["an out-of-range x[i] says the index, the dim and its size"] = "ASAN: lua_tensor.c index_view: for an integer key (x[i]) it retains the tensor, then check_pos() raises " ..
+    "the out-of-range error without releasing it, so every failed x[i] leaks the whole tensor (LSan reports it)",
+}
+local it = H.it_unless(KNOWN, it, pending)
 
 describe("sizes", function()
   it("negative sizes are refused, naming the size and its position", function()
@@ -113,11 +120,16 @@ describe("dims and indices", function()
     errors(function() return torch.stack({x, x}, 4) end, "Dimension out of range")
     errors(function() return x:sum("a") end, "expected a dimension")
   end)
-  it("out-of-range indices say the index, the dim and its size", function()
+  it("an out-of-range x[i] says the index, the dim and its size", function()
     errors(function() return x[3] end, {"index 3", "dimension 1", "size 2"})
+    errors(function() return x[0] end, "index 0")
+    errors(function() return x[-3] end, "index -3")
+  end)
+  it("out-of-range indices say the index, the dim and its size", function()
+    errors(function() return x[{3}] end, {"index 3", "dimension 1", "size 2"})
     errors(function() return x[{1, 4}] end, {"index 4", "dimension 2", "size 3"})
     errors(function() return x[{1, -4}] end, "index -4")
-    errors(function() return x[0] end, "index 0")
+    errors(function() return x[{0}] end, "index 0")
     errors(function() return x:select(2, 4) end, "out of range")
     errors(function() return x:narrow(2, 3, 2) end, "out of range")
     errors(function() return x:index_select(2, torch.tensor({1, 4})) end, {"index 4", "dimension 2", "size 3"})

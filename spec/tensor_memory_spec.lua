@@ -7,6 +7,17 @@ local torch = require("torch")
 local H = require("helpers")
 
 local MiB = 1024 -- VmRSS is in KiB
+-- AddressSanitizer keeps freed memory in quarantine (256 MiB by default)
+-- and pads every block, so its RSS bounds get that much slack.
+local SLACK = H.UNDER_ASAN and 512 * MiB or 0
+
+-- Known bugs in files this suite may not fix (name -> what is wrong).
+local KNOWN = {
+  ["a failed x[i] does not keep the tensor alive"] =
+    "lua_tensor.c index_view: for an integer key (x[i]) it retains the tensor, then check_pos() raises the " ..
+    "out-of-range error without releasing it, so every failed x[i] leaks the whole tensor",
+}
+local it = H.it_unless(KNOWN, it, pending)
 
 local function full_gc()
   collectgarbage()
@@ -147,8 +158,8 @@ describe("bounded memory in loops of large temporaries", function()
       local _ = y
     end)
     -- 200 x 32 MiB = 6.25 GiB were allocated in all
-    assert.is_true(peak < 400 * MiB, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
-    assert.is_true(after < 300 * MiB, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
+    assert.is_true(peak < 400 * MiB + SLACK, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
+    assert.is_true(after < 300 * MiB + SLACK, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
     assert.is_true(collectgarbage("count") - lua0 < 4096, "the Lua heap grew")
     assert.are.equal(2.0 * 8 * 1024 * 1024, (x + x):sum():item())
   end)
@@ -158,7 +169,7 @@ describe("bounded memory in loops of large temporaries", function()
       local y = (x * 2 + 1):exp():sum()
       local _ = y
     end)
-    assert.is_true(peak < 400 * MiB, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
+    assert.is_true(peak < 400 * MiB + SLACK, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
   end)
   it("temporaries of changing sizes stay bounded", function()
     local peak = measure(120, function(i)
@@ -166,7 +177,7 @@ describe("bounded memory in loops of large temporaries", function()
       local y = torch.ones(n, {dtype = torch.float64}) * i
       local _ = y:sum()
     end)
-    assert.is_true(peak < 600 * MiB, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
+    assert.is_true(peak < 600 * MiB + SLACK, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
   end)
   it("views of large tensors made in a loop do not copy", function()
     local x = torch.zeros(2048, 2048) -- 16 MiB
@@ -174,7 +185,7 @@ describe("bounded memory in loops of large temporaries", function()
       local v = x:t()[1 + i % 2048]:view(-1)
       local _ = v:narrow(1, 1, 10)
     end)
-    assert.is_true(peak < 64 * MiB, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
+    assert.is_true(peak < 64 * MiB + SLACK, string.format("VmRSS peaked %.0f MiB above the start", peak / MiB))
   end)
   it("failing calls do not leak", function()
     local x = torch.zeros(1024 * 1024)
@@ -184,7 +195,16 @@ describe("bounded memory in loops of large temporaries", function()
       pcall(function() x:add_(torch.ones(2, 1024 * 1024)) end)
       pcall(function() return torch.tensor({1, {2}}) end)
     end)
-    assert.is_true(after < 64 * MiB, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
+    assert.is_true(after < 64 * MiB + SLACK, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
+  end)
+  it("a failed x[i] does not keep the tensor alive", function()
+    local _, after = measure(30, function()
+      local x = torch.empty(4 * 1024 * 1024) -- 16 MiB, a fresh one each time
+      x:fill_(1)
+      pcall(function() return x[0] end)
+      pcall(function() return x[-5000000] end)
+    end)
+    assert.is_true(after < 128 * MiB + SLACK, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
   end)
   it("tolist of a large tensor is collected", function()
     local x = torch.arange(1000000)
@@ -192,6 +212,6 @@ describe("bounded memory in loops of large temporaries", function()
       local l = x:tolist()
       assert.are.equal(999999, l[1000000])
     end)
-    assert.is_true(after < 128 * MiB, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
+    assert.is_true(after < 128 * MiB + SLACK, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
   end)
 end)

@@ -8,25 +8,8 @@ local H = require("helpers")
 local check, f32 = H.check, H.f32
 
 -- Known bugs in files this suite may not fix (name -> what is wrong).
-local UPVALUE_BUG = "lua_tensor_math.c reads its closure flag with lua_toboolean(L, lua_upvalueindex(1)), but " ..
-  "the flag is pushed by closure() as an integer and 0 is true in Lua, so "
-local VAR_BUG = UPVALUE_BUG .. "var() computes std() (var_std, line ~212)"
-local ALL_BUG = UPVALUE_BUG .. "all() computes any() (all_any, line ~242)"
-local SOFTMAX_BUG = UPVALUE_BUG .. "softmax() computes log_softmax() (softmax, line ~251)"
-local KNOWN = {
-  ["var over the whole tensor (unbiased)"] = VAR_BUG,
-  ["var per dim with keepdim"] = VAR_BUG,
-  ["var with correction / unbiased options"] = VAR_BUG,
-  ["std is the square root of var"] = VAR_BUG,
-  ["all() is true only when every element is non-zero"] = ALL_BUG,
-  ["all() of an empty tensor is true, any() false"] = ALL_BUG,
-  ["all and any on comparison results of a view"] = ALL_BUG,
-  ["softmax along each dim matches exp(x - max) / sum"] = SOFTMAX_BUG,
-  ["softmax is stable for large inputs and gives 0 for -inf"] = SOFTMAX_BUG,
-  ["softmax of float64 and of a non-contiguous input"] = SOFTMAX_BUG,
-  ["softmax rows of a large random matrix sum to 1"] = SOFTMAX_BUG,
-  ["softmax keeps float16 / bfloat16"] = SOFTMAX_BUG,
-}
+-- (var/all/softmax computing std/any/log_softmax was fixed in d24eb90.)
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 -- a 3 x 4 matrix of exact float32 values and its Lua copy

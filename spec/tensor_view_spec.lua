@@ -11,6 +11,13 @@ local H = require("helpers")
 
 local check = H.check
 
+-- Known bugs in files this suite may not fix (name -> what is wrong).
+local KNOWN = {
+  ["out-of-range integer indices x[i] are errors naming the dim and size"] = "ASAN: lua_tensor.c index_view: for an integer key (x[i]) it retains the tensor, then check_pos() raises " ..
+    "the out-of-range error without releasing it, so every failed x[i] leaks the whole tensor (LSan reports it)",
+}
+local it = H.it_unless(KNOWN, it, pending)
+
 local function base() return torch.arange(12) end
 local function m34() return torch.arange(12):view(3, 4) end
 
@@ -439,11 +446,15 @@ describe("indexing", function()
     check(t[2], "int64", {3}, {1, 5, 9})
     check(t[{{2, 3}, 3}], "int64", {2}, {9, 10})
   end)
-  it("out-of-range indices are errors naming the dim and size", function()
+  it("out-of-range integer indices x[i] are errors naming the dim and size", function()
     local x = m34()
     H.errors(function() return x[0] end, {"index 0", "size 3"})
     H.errors(function() return x[4] end, {"index 4", "dimension 1", "size 3"})
     H.errors(function() return x[-4] end, "index -4")
+  end)
+  it("out-of-range indices in tables are errors naming the dim and size", function()
+    local x = m34()
+    H.errors(function() return x[{4}] end, {"index 4", "dimension 1", "size 3"})
     H.errors(function() return x[{1, 5}] end, {"index 5", "dimension 2", "size 4"})
     H.errors(function() return x[{{0, 2}}] end, "out of bounds")
     H.errors(function() return x[{{2, 5}}] end, "out of bounds")

@@ -26,6 +26,7 @@ static inline float fast_expf(float x) {
   const float hi = 88.72283905206835f, lo = -103.97207708f;
   float xc = x > hi ? hi : x;
   xc = xc < lo ? lo : xc;
+  xc = xc == xc ? xc : 0.0f; /* NaN (returned as is below) must not reach (int32_t)n: UB, then a shift of a negative */
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
