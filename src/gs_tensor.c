@@ -85,12 +85,13 @@ void gs_buffer_release(gs_buffer *b) {
 gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel) {
   if (ndim < 0 || ndim > GS_MAX_DIMS)
     return gs_error("tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, ndim);
-  int64_t n = 1;
+  int64_t n = 1, span = 1; /* span: product ignoring zeros, so strides cannot overflow either */
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
       return gs_error("negative dimension %lld in size: sizes must be >= 0", (long long)shape[i]);
-    if (shape[i] != 0 && n > INT64_MAX / 16 / shape[i])
+    if (shape[i] > 1 && span > INT64_MAX / 16 / shape[i])
       return gs_error("size is too large: the number of elements overflows");
+    if (shape[i] > 1) span *= shape[i];
     n *= shape[i];
   }
   if (numel) *numel = n;

@@ -12,3 +12,9 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
+
+# Python's safetensors lets the interop specs read our files and write
+# files for us; optional (those specs say so and pend without it).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import safetensors.numpy" 2>/dev/null; then
+  python3 -m pip install -q safetensors numpy >/dev/null 2>&1 || true
+fi
