@@ -9,6 +9,7 @@
 
 void gsL_open_core(lua_State *L);
 void gsL_open_autograd(lua_State *L);
+void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
 extern void (*gs_oom_hook)(void);
 
 static lua_State *main_state;
@@ -84,6 +85,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_tensor(L);
   gsL_open_factory(L);
   gsL_open_device(L);
+  gsL_open_serialize(L);
   gsL_open_autograd(L);
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
