@@ -6,7 +6,7 @@ export GSHELL_BUILD="$build"
 export LUA_CPATH="$build/?.so;;"
 export LUA_PATH="spec/support/?.lua;;"
 pre=""
-if [ "$build" = build-san ]; then
+if ldd "$build/torch.so" 2>/dev/null | grep -q libasan; then
   # lua5.4 itself is not instrumented: load the sanitizer runtimes first.
   pre="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
