@@ -366,6 +366,28 @@ describe("random factories", function()
     for i = 1, 20 do if a[i] == b[i] then same = same + 1 end end
     assert.is_true(same < 3)
   end)
+  it("the same seed gives the same numbers whatever the number of threads", function()
+    local code = [[
+      local torch = require("torch")
+      torch.manual_seed(2024)
+      local u = torch.rand(100003)
+      local n = torch.randn(70001, {dtype = torch.float64})
+      local r = torch.randint(0, 1000000, {50000})
+      local p = torch.randperm(40000)
+      local t = torch.zeros(300, 300):t():uniform_(-1, 1)
+      local out = {}
+      for _, i in ipairs({1, 2, 777, 50000, 100003}) do out[#out + 1] = string.format("%a", u[i]:item()) end
+      for _, i in ipairs({1, 3, 70001}) do out[#out + 1] = string.format("%a", n[i]:item()) end
+      out[#out + 1] = tostring(r:sum():item())
+      out[#out + 1] = tostring((p * torch.arange(40000)):sum():item())
+      out[#out + 1] = string.format("%a", t[{17, 299}]:item())
+      print(table.concat(out, " "))
+    ]]
+    local one = H.run_lua(code, {GSHELL_NUM_THREADS = 1})
+    local many = H.run_lua(code, {GSHELL_NUM_THREADS = 6})
+    assert.truthy(one:match("^0x"), one)
+    assert.are.equal(one, many)
+  end)
   it("initial_seed reports the seed", function()
     torch.manual_seed(31337)
     assert.are.equal(31337, torch.initial_seed())

@@ -293,6 +293,26 @@ function H.ref_t(a)
   return r
 end
 
+-- Runs a Lua chunk in a fresh lua5.4 process that loads the same torch
+-- module (same package.cpath / package.path), with extra environment
+-- variables (a table name -> value); returns what it printed. Used to
+-- check that results do not depend on GSHELL_NUM_THREADS.
+function H.run_lua(code, env)
+  local parts = {}
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "='" .. tostring(v) .. "'" end
+  local tmp = os.tmpname()
+  local f = assert(io.open(tmp, "w"))
+  f:write(code)
+  f:close()
+  local cmd = string.format("%s LUA_CPATH='%s' LUA_PATH='%s' lua5.4 %s 2>&1", table.concat(parts, " "),
+                            package.cpath, package.path, tmp)
+  local p = assert(io.popen(cmd, "r"))
+  local out = p:read("a")
+  p:close()
+  os.remove(tmp)
+  return out
+end
+
 -- Resident set size of this process in KiB (Linux), or nil.
 function H.rss_kib()
   local f = io.open("/proc/self/status", "r")
