@@ -12,11 +12,14 @@
  * that used it before (cross-device copies make each stream wait for the
  * other, see cuda_memcpy_d2d).
  *
- * The caching allocator keeps freed blocks in size classes (four per
- * power of two, so at most 25% waste) and hands them out again without
- * cudaMalloc; empty_cache gives them back with cudaFree. Figures follow
- * PyTorch: allocated = bytes in live blocks (rounded sizes), reserved =
- * allocated + cached, max_allocated = the peak since reset_peak. */
+ * The caching allocator keeps freed blocks and hands them out again
+ * without cudaMalloc; empty_cache gives them back with cudaFree. Requests
+ * up to 32 MiB are rounded to size classes (four per power of two, at
+ * most 25% waste), larger ones to a multiple of 2 MiB (so a request near
+ * the device's capacity still fits) and reused at exactly that size.
+ * Figures follow PyTorch: allocated = bytes in live blocks (rounded
+ * sizes), reserved = allocated + cached, max_allocated = the peak since
+ * reset_peak. */
 #ifdef GS_HAVE_CUDA
 
 #include <pthread.h>
@@ -29,15 +32,18 @@
 
 #define MAX_DEVICES 64
 #define NCLASSES (64 * 4)
-#define MIN_BLOCK 512 /* every block is a multiple of this, as in PyTorch */
+#define LARGE_BIN NCLASSES              /* bins[LARGE_BIN]: blocks above LARGE, any size */
+#define MIN_BLOCK 512                   /* every block is a multiple of this, as in PyTorch */
+#define LARGE ((size_t)32 << 20)
+#define LARGE_ROUND ((size_t)2 << 20)
 
-typedef struct cblock { void *ptr; struct cblock *next; } cblock;
+typedef struct cblock { void *ptr; size_t size; struct cblock *next; } cblock;
 
 typedef struct {
   pthread_mutex_t lock;  /* the allocator's figures and bins, and start-up */
   int started;           /* stream created (read with acquire) */
   cudaStream_t stream;
-  cblock *bins[NCLASSES];
+  cblock *bins[NCLASSES + 1];
   size_t allocated, peak, cached;
   signed char peer[MAX_DEVICES]; /* 0 unknown, 1 peer access enabled, -1 none */
 } cuda_dev;
@@ -99,9 +105,14 @@ gs_status gs_cuda_stream(int index, cudaStream_t *out) {
 
 /* ---- the caching allocator ---- */
 
-/* Size classes: 4 steps per power of two from MIN_BLOCK up. */
+/* The bin and rounded size of a request: 4 size classes per power of two
+ * from MIN_BLOCK up to LARGE, then multiples of LARGE_ROUND. */
 static int size_class(size_t n, size_t *rounded) {
   if (n < MIN_BLOCK) n = MIN_BLOCK;
+  if (n > LARGE) {
+    *rounded = (n + LARGE_ROUND - 1) / LARGE_ROUND * LARGE_ROUND;
+    return LARGE_BIN;
+  }
   int k = 63 - __builtin_clzll((unsigned long long)n);
   size_t base = (size_t)1 << k, step = base / 4;
   size_t q = (n - base + step - 1) / step;
@@ -115,7 +126,7 @@ static void release_cached(int index) {
   cuda_dev *d = &devs[index];
   cblock *all = NULL;
   pthread_mutex_lock(&d->lock);
-  for (int c = 0; c < NCLASSES; c++) {
+  for (int c = 0; c <= LARGE_BIN; c++) {
     while (d->bins[c]) {
       cblock *b = d->bins[c];
       d->bins[c] = b->next;
@@ -145,8 +156,10 @@ static void *cuda_alloc(int index, size_t nbytes) {
   int c = size_class(nbytes, &rounded);
   void *p = NULL;
   pthread_mutex_lock(&d->lock);
-  cblock *b = d->bins[c];
-  if (b) { d->bins[c] = b->next; d->cached -= rounded; p = b->ptr; }
+  cblock **at = &d->bins[c];
+  while (*at && (*at)->size != rounded) at = &(*at)->next; /* only the large bin mixes sizes */
+  cblock *b = *at;
+  if (b) { *at = b->next; d->cached -= rounded; p = b->ptr; }
   pthread_mutex_unlock(&d->lock);
   free(b);
   if (!p && cudaMalloc(&p, rounded) != cudaSuccess) {
@@ -177,6 +190,7 @@ static void cuda_free(int index, void *p, size_t nbytes) {
   d->allocated -= rounded;
   if (b) {
     b->ptr = p;
+    b->size = rounded;
     b->next = d->bins[c];
     d->bins[c] = b;
     d->cached += rounded;

@@ -112,7 +112,7 @@ static gs_status handle_for(int index, cudaStream_t st, blas_handle *out) {
   blas_handle h = handles[index];
   if (st_create != 0) handles[index] = NULL;
   pthread_mutex_unlock(&handle_lock);
-  CUBLAS_CHECK(st_create);
+  if (st_create != 0) return gs_cublas_fail(st_create, "cublasCreate", __FILE__, __LINE__);
   CUBLAS_CHECK(blas.set_stream(h, st));
   *out = h;
   return GS_OK;
@@ -195,7 +195,9 @@ gs_status gs_cuda_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
   /* scratch goes back to the cache; its reuse is queued after this product */
   gs_tensor_release(pa);
   gs_tensor_release(pb);
-  CUBLAS_CHECK(st_blas);
+  if (st_blas != 0)
+    return gs_cublas_fail(st_blas, c->dtype == GS_FLOAT32 ? "cublasSgemmStridedBatched" : "cublasDgemmStridedBatched",
+                          __FILE__, __LINE__);
   return GS_OK;
 }
 

@@ -3,7 +3,7 @@
 -- a summary. For a machine with a real GPU (the CUDA kernels cannot be
 -- run where they are built); on simulated devices it checks the script.
 --
---   build/gshell tools/gpu_check.lua [cuda:N] [--verbose]
+--   build/gshell tools/gpu_check.lua [cuda:N] [--verbose] [--no-timing]
 --   LUA_CPATH='build/?.so;;' lua5.4 tools/gpu_check.lua
 --   build/gshell --sim-gpus 2 tools/gpu_check.lua      (the script itself)
 --
@@ -15,14 +15,17 @@ local torch = rawget(_G, "torch") or require("torch")
 local nn = rawget(_G, "nn") or torch.nn
 
 local args = rawget(_G, "arg") or {}
-local dev, verbose = "cuda:0", false
+local dev, verbose, timing = "cuda:0", false, true
 for _, a in ipairs(args) do
   if a == "--verbose" or a == "-v" then verbose = true
+  elseif a == "--no-timing" then timing = false
   elseif a:match("^cuda") then dev = a end
 end
 
 if torch.cuda.device_count() == 0 then
-  print("gpu_check: no CUDA device is visible (torch.cuda.device_count() == 0); nothing to check")
+  print("gpu_check: no CUDA device is visible (torch.cuda.device_count() == 0); nothing to check.")
+  print("  A driver older than the CUDA runtime gshell was built with also reads as no device")
+  print("  (CUDA 13 needs driver 580 or newer): `nvidia-smi` shows the driver's version.")
   os.exit(2)
 end
 
@@ -575,8 +578,8 @@ local function time_it(fn, reps)
   return (torch.clock() - t0) / reps
 end
 local okt, err = true, nil
-if ok_props and props.simulated then
-  infos[#infos + 1] = "timing skipped on simulated devices"
+if not timing or (ok_props and props.simulated) then
+  infos[#infos + 1] = "timing skipped (--no-timing, or simulated devices)"
 else okt, err = pcall(function()
   local a = torch.randn(4096, 4096, {device = dev})
   local s = time_it(function() return a + a end, 20)
