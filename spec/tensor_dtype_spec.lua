@@ -351,6 +351,30 @@ describe("type promotion", function()
     -- a float16 tensor with a 0-d float64 tensor stays float16
     check(torch.tensor({1.0}, {dtype = torch.float16}) + torch.tensor(0.25, {dtype = torch.float64}), "float16", {1}, {1.25})
   end)
+  it("operands are converted to the common dtype before the op (values from PyTorch 1.13)", function()
+    local u = torch.tensor({1, 2, 254}, {dtype = torch.uint8})
+    -- -3 becomes uint8 253
+    check(u:lt(-3), "bool", {3}, {true, true, false})
+    check(u // -3, "uint8", {3}, {0, 0, 1})
+    check(u % -3, "uint8", {3}, {1, 2, 1})
+    check(torch.tensor({5}, {dtype = torch.uint8}):maximum(torch.tensor(-3, {dtype = torch.int8})), "uint8", {1}, {253})
+    -- a 0-d int16 -5 with a uint8 tensor: 251
+    check(torch.tensor(-5, {dtype = torch.int16}):gt(torch.tensor({3}, {dtype = torch.uint8})), "bool", {1}, {true})
+    -- 257 and 300 wrap to the tensor's int8 / uint8
+    check(torch.tensor({1}, {dtype = torch.int8}):eq(torch.tensor(257)), "bool", {1}, {true})
+    check(torch.tensor({100}, {dtype = torch.int8}):lt(300), "bool", {1}, {false})
+    check(torch.tensor({44}, {dtype = torch.uint8}):eq(300), "bool", {1}, {true})
+    -- true division does not wrap: it converts to float32
+    check(torch.tensor({2}, {dtype = torch.uint8}) / 300, "float32", {1}, {H.f32(2 / 300)})
+    check(torch.tensor({1}, {dtype = torch.int8}) / torch.tensor(300), "float32", {1}, {H.f32(1 / 300)})
+    -- a Lua float with a float16 tensor is rounded to float16 first
+    local h = torch.tensor({68.88437030500961}, {dtype = torch.float16})
+    assert.are.equal(68.875, h:item())
+    check(h * 5.159088058806049, "float16", {1}, {355.5})
+    check(h:eq(68.88437030500961), "bool", {1}, {true})
+    check(torch.tensor({0.1}, {dtype = torch.float16}):eq(0.1), "bool", {1}, {true})
+    check(torch.tensor({0.1}, {dtype = torch.bfloat16}):eq(0.1), "bool", {1}, {true})
+  end)
   it("a float32 tensor with a Lua float uses float32 (the double is rounded)", function()
     local x = torch.tensor({1.0})
     check(x + 1e-8, "float32", {1}, {1.0})

@@ -86,32 +86,51 @@ static gs_dtype binary_result(gs_binary_op op, gs_dtype promoted) {
   return promoted;
 }
 
-static gs_status binary_check(gs_binary_op op, gs_dtype promoted) {
-  if (op == GS_B_SUB && promoted == GS_BOOL)
+/* PyTorch refuses a bool operand on either side of a subtraction, not only
+ * two bools (float_tensor - bool_tensor is an error too). */
+static gs_status binary_check(gs_binary_op op, const gs_tensor *a, const gs_tensor *b) {
+  if (op == GS_B_SUB && a->dtype == GS_BOOL && b->dtype == GS_BOOL)
     return gs_error("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `~` or "
                     "`logical_not()` operator instead.");
+  if (op == GS_B_SUB && (a->dtype == GS_BOOL || b->dtype == GS_BOOL))
+    return gs_error("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                    "invert a mask, use the `~` or `logical_not()` operator instead.");
   return GS_OK;
+}
+
+/* PyTorch's common dtype: operands are converted to it before the op
+ * (narrow integers wrap, float16 rounds), then computed in the compute
+ * dtype. Comparisons use the promoted type, true division of integers
+ * float32. */
+static gs_dtype binary_common(gs_binary_op op, gs_dtype promoted) {
+  return is_comparison(op) ? promoted : binary_result(op, promoted);
 }
 
 /* The shared path: promoted dtype known, b already on a's device. */
 static gs_status binary_compute(gs_binary_op op, const gs_tensor *a, const gs_tensor *b, gs_dtype promoted,
                                 gs_tensor **out) {
-  GS_TRY(binary_check(op, promoted));
+  GS_TRY(binary_check(op, a, b));
   const gs_backend *be;
   GS_DISPATCH(be, a, binary, binary_names[op]);
-  gs_dtype rt = binary_result(op, promoted);
-  gs_dtype cdt = gs_compute_dtype(is_comparison(op) ? promoted : rt);
+  gs_dtype rt = binary_result(op, promoted), common = binary_common(op, promoted);
+  gs_dtype cdt = gs_compute_dtype(common);
   int nd;
   int64_t shape[GS_MAX_DIMS];
   GS_TRY(gs_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape));
-  gs_tensor *ca = NULL, *cb = NULL, *ea = NULL, *eb = NULL, *r = NULL, *final = NULL;
-  gs_status s = gs_cast(a, cdt, &ca);
-  if (s == GS_OK) s = gs_cast(b, cdt, &cb);
+  gs_tensor *pa = NULL, *pb = NULL, *ca = NULL, *cb = NULL, *ea = NULL, *eb = NULL, *r = NULL, *final = NULL;
+  /* through the common dtype first: uint8 255 vs int8 -1 compares as
+   * int16, and an int16 0-d -5 with a uint8 tensor is 251, as in PyTorch */
+  gs_status s = gs_cast(a, common, &pa);
+  if (s == GS_OK) s = gs_cast(b, common, &pb);
+  if (s == GS_OK) s = gs_cast(pa, cdt, &ca);
+  if (s == GS_OK) s = gs_cast(pb, cdt, &cb);
   if (s == GS_OK) s = gs_expand(ca, nd, shape, &ea);
   if (s == GS_OK) s = gs_expand(cb, nd, shape, &eb);
   if (s == GS_OK) s = gs_tensor_empty(gs_tensor_device(a), is_comparison(op) ? GS_BOOL : cdt, nd, shape, &r);
   if (s == GS_OK) { gs_log_op(binary_names[op], a); s = be->binary(op, r, ea, eb); }
   if (s == GS_OK) s = gs_cast(r, rt, &final);
+  gs_tensor_release(pa);
+  gs_tensor_release(pb);
   gs_tensor_release(ca);
   gs_tensor_release(cb);
   gs_tensor_release(ea);
@@ -143,7 +162,9 @@ gs_status gs_binary_scalar(gs_binary_op op, const gs_tensor *a, gs_scalar s, boo
   gs_dtype promoted = gs_result_type_scalar(a, s);
   GS_TRY(check_int_pow(op, promoted, s, reversed));
   gs_tensor *st;
-  GS_TRY(scalar_tensor(a, s, gs_compute_dtype(promoted), &st));
+  /* the number in the common dtype (uint8 x < -3 compares with 253, a
+   * float16 x * 0.1 multiplies by float16(0.1), as PyTorch does) */
+  GS_TRY(scalar_tensor(a, s, binary_common(op, promoted), &st));
   gs_status r = reversed ? binary_compute(op, st, a, promoted, out) : binary_compute(op, a, st, promoted, out);
   gs_tensor_release(st);
   return r;
@@ -209,7 +230,7 @@ gs_status gs_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s) {
   gs_dtype promoted = gs_result_type_scalar(a, s);
   GS_TRY(check_int_pow(op, promoted, s, false));
   gs_tensor *st;
-  GS_TRY(scalar_tensor(a, s, gs_compute_dtype(promoted) == a->dtype ? a->dtype : gs_compute_dtype(promoted), &st));
+  GS_TRY(scalar_tensor(a, s, binary_common(op, promoted), &st));
   gs_status r = binary_inplace(op, a, st, promoted);
   gs_tensor_release(st);
   return r;
