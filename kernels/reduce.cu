@@ -5,10 +5,11 @@
  * report the first position, as the CPU does.
  *
  * Every (value, position) pair is combined with one associative rule, so
- * the work splits freely: inner == 1 gives one block per row, inner > 1
- * one thread per column; when that leaves the GPU idle (few long rows,
- * e.g. a whole-tensor sum) R is split into chunks whose partial results
- * a second kernel combines in order, so results are deterministic. */
+ * the work splits freely: long rows along the last dim (inner == 1) get
+ * a block each, anything else a thread per output column; when that
+ * leaves the GPU idle (few long rows, e.g. a whole-tensor sum) R is split
+ * into chunks whose partial results a second kernel combines in order, so
+ * results are deterministic. */
 #include <type_traits>
 #include "common.cuh"
 
@@ -139,6 +140,7 @@ struct plan {
   int64_t outer, r, inner, nout;
   int splits;
   int64_t chunk;
+  bool by_rows; /* block-per-row kernel; else thread-per-column */
 };
 
 static plan make_plan(const gs_tensor *x, int dim) {
@@ -151,10 +153,12 @@ static plan make_plan(const gs_tensor *x, int dim) {
     for (int d = dim + 1; d < x->ndim; d++) p.inner *= x->shape[d];
   }
   p.nout = p.outer * p.inner;
+  /* short rows are cheaper a thread each than a block each */
+  p.by_rows = p.inner == 1 && (p.r >= 128 || p.nout < 1024);
   int64_t want; /* chunks per output that keep the GPU busy */
-  if (p.inner == 1) want = p.nout >= 1024 ? 1 : CEIL_DIV(1024, p.nout > 0 ? p.nout : 1);
+  if (p.by_rows) want = p.nout >= 1024 ? 1 : CEIL_DIV(1024, p.nout > 0 ? p.nout : 1);
   else want = p.nout >= 131072 ? 1 : CEIL_DIV(131072, p.nout > 0 ? p.nout : 1);
-  int64_t min_chunk = p.inner == 1 ? GS_BLOCK * 8 : 64; /* not less work than this per chunk */
+  int64_t min_chunk = p.by_rows ? GS_BLOCK * 8 : 64; /* not less work than this per chunk */
   int64_t most = CEIL_DIV(p.r, min_chunk);
   if (want > most) want = most;
   if (want > 1024) want = 1024;
@@ -174,7 +178,7 @@ static gs_status run(cudaStream_t st, int index, const plan &p, const T *x, void
     partial = (rpair<ACC> *)gs_cuda_scratch_alloc(index, pbytes);
     if (!partial) return gs_error_code(GS_ERR_OOM, "CUDA out of memory (reduction scratch of %zu bytes)", pbytes);
   }
-  if (p.inner == 1) {
+  if (p.by_rows) {
     int64_t blocks = p.nout * p.splits;
     reduce_rows<T, ACC, K><<<(unsigned)(blocks < GS_MAX_GRID ? blocks : GS_MAX_GRID), GS_BLOCK, 0, st>>>(
         x, p.nout, p.r, p.splits, p.chunk, partial, out, idx, want_index);
