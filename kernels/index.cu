@@ -61,8 +61,8 @@ static gs_status check_indices(cudaStream_t st, int index, const int64_t *ix, in
   if (e != cudaSuccess) s = gs_cuda_fail(e, "index_select bounds check", __FILE__, __LINE__);
   gs_cuda_scratch_free(index, first, sizeof *first);
   if (s == GS_OK && host_first != ~0ull)
-    return gs_error("index %lld is out of bounds for dimension %d with size %lld", (long long)bad, dim,
-                    (long long)size);
+    return gs_error("index %lld is out of bounds for dimension %d with size %lld (valid: 1 to %lld)",
+                    (long long)bad + 1, dim + 1, (long long)size, (long long)size); /* 1-based, as Lua passed them */
   return s;
 }
 
