@@ -54,8 +54,8 @@ typedef struct gs_backend {
   void (*mem_stats)(int index, gs_mem_stats *out);
   void (*reset_peak)(int index);
   /* raw byte copies between this device and the host or another device
-   * of the same backend (d2d falls back to a bounce through the host when
-   * NULL or when it fails for lack of peer access) */
+   * of the same backend (when d2d is NULL the engine bounces through the
+   * host; the CUDA backend's d2d handles missing peer access itself) */
   gs_status (*memcpy_h2d)(int index, void *dst, const void *src, size_t n);
   gs_status (*memcpy_d2h)(int index, void *dst, const void *src, size_t n);
   gs_status (*memcpy_d2d)(int dst_index, void *dst, int src_index, const void *src, size_t n);

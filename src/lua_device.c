@@ -25,6 +25,19 @@ static int c_is_available(lua_State *L) { lua_pushboolean(L, gs_cuda_device_coun
 static int c_device_count(lua_State *L) { lua_pushinteger(L, gs_cuda_device_count()); return 1; }
 static int c_is_simulated(lua_State *L) { lua_pushboolean(L, gs_cuda_is_simulated()); return 1; }
 
+/* Why no real CUDA device is usable (no driver, driver too old, a build
+ * without CUDA), or nil when there is one. */
+static int c_unavailable_reason(lua_State *L) {
+#ifdef GS_HAVE_CUDA
+  if (gs_cuda_real_device_count() > 0) { lua_pushnil(L); return 1; }
+  const char *why = gs_cuda_unavailable_reason();
+  lua_pushstring(L, why && *why ? why : "no CUDA device was found");
+#else
+  lua_pushliteral(L, "this gshell was built without CUDA (nvcc was not found, or CUDA=0)");
+#endif
+  return 1;
+}
+
 /* A CUDA device argument: ordinal, 'cuda:i', 'cuda', device object; nil
  * means the current device. Checks that it exists. */
 static gs_device cuda_arg(lua_State *L, int idx, const char *fn) {
@@ -344,6 +357,7 @@ static int l_sim_configure(lua_State *L) {
 void gsL_open_device(lua_State *L) {
   static const luaL_Reg cuda[] = {
     {"is_available", c_is_available}, {"device_count", c_device_count}, {"is_simulated", c_is_simulated},
+    {"unavailable_reason", c_unavailable_reason},
     {"current_device", c_current_device}, {"set_device", c_set_device}, {"synchronize", c_synchronize},
     {"get_device_name", c_get_device_name}, {"get_device_properties", c_get_device_properties},
     {"get_device_capability", c_get_device_capability}, {"utilization", c_utilization},
