@@ -37,7 +37,14 @@ static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev) {
   o->requires_grad = false;
   if (top < 1 || !is_options(L, top)) return top;
   if (gsL_optfield(L, top, "device")) { o->device = gsL_checkdevice(L, -1); lua_pop(L, 1); }
-  if (gsL_optfield(L, top, "dtype")) { o->dtype = gsL_checkdtype(L, -1); o->has_dtype = true; lua_pop(L, 1); }
+  if (gsL_optfield(L, top, "dtype")) {
+    /* checked at its absolute index: at -1 a non-dtype was reported as "bad argument #-1" */
+    if (!gsL_testdtype(L, -1, &o->dtype) && lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "dtype= expects a dtype (e.g. torch.float32) or its name, got %s", luaL_typename(L, -1));
+    o->dtype = gsL_checkdtype(L, lua_gettop(L));
+    o->has_dtype = true;
+    lua_pop(L, 1);
+  }
   if (gsL_optfield(L, top, "requires_grad")) { o->requires_grad = lua_toboolean(L, -1); lua_pop(L, 1); }
   return top - 1;
 }
