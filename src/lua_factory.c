@@ -39,7 +39,8 @@ static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev) {
   if (gsL_optfield(L, top, "device")) { o->device = gsL_checkdevice(L, -1); lua_pop(L, 1); }
   if (gsL_optfield(L, top, "dtype")) {
     /* checked at its absolute index: at -1 a non-dtype was reported as "bad argument #-1" */
-    if (!gsL_testdtype(L, -1, &o->dtype) && lua_type(L, -1) != LUA_TSTRING)
+    int t = lua_type(L, -1);
+    if (!gsL_testdtype(L, -1, &o->dtype) && t != LUA_TSTRING && t != LUA_TUSERDATA)
       luaL_error(L, "dtype= expects a dtype (e.g. torch.float32) or its name, got %s", luaL_typename(L, -1));
     o->dtype = gsL_checkdtype(L, lua_gettop(L));
     o->has_dtype = true;
