@@ -10,11 +10,7 @@ local check = H.check
 
 -- Known bugs in files this suite may not fix (name -> what is wrong);
 -- each is pending until fixed. See the report of the spec author.
-local KNOWN = {
-  ["a bool tensor with a Lua boolean stays bool"] =
-    "lua_tensor.c to_scalar turns true/false into an integer gs_scalar, so bool tensor + true promotes " ..
-    "to int64 (PyTorch: bool); gs_scalar has no bool kind",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 local function dt(name) return torch[name] end

@@ -13,10 +13,7 @@ local errors = H.errors
 local UNDER_ASAN = H.UNDER_ASAN
 
 -- Known bugs in files this suite may not fix (name -> what is wrong).
-local KNOWN = {
-  ["an out-of-range x[i] says the index, the dim and its size"] = "ASAN: lua_tensor.c index_view: for an integer key (x[i]) it retains the tensor, then check_pos() raises " ..
-    "the out-of-range error without releasing it, so every failed x[i] leaks the whole tensor (LSan reports it)",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 describe("sizes", function()

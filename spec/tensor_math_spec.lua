@@ -9,15 +9,7 @@ local H = require("helpers")
 local check, f32 = H.check, H.f32
 
 -- Known bugs in files this suite may not fix (name -> what is wrong).
-local KNOWN = {
-  ["clamp of an integer tensor with a fractional bound promotes to float32"] =
-    "lua_tensor_math.c clamp_args reads bounds as doubles, so the engine cannot tell 2 from 2.0 and keeps " ..
-    "int64: torch.tensor({1,2,3}):clamp(1.5) gives int64 {2,2,3}, PyTorch float32 {1.5,2,3}",
-  ["a float alpha with integer tensors is refused, as in PyTorch"] =
-    "lua_tensor_math.c add_sub/binary_: x:add(y, 2.5) on int64 x, y returns float32 {3.5, 4.5} instead of " ..
-    "PyTorch's error 'For integral input tensors, argument alpha must not be a floating point number.' " ..
-    "(add_ fails, but with a cast message that does not name alpha)",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 -- Lua references for the unary ops (double precision)

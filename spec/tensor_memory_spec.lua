@@ -12,11 +12,7 @@ local MiB = 1024 -- VmRSS is in KiB
 local SLACK = H.UNDER_ASAN and 512 * MiB or 0
 
 -- Known bugs in files this suite may not fix (name -> what is wrong).
-local KNOWN = {
-  ["a failed x[i] does not keep the tensor alive"] =
-    "lua_tensor.c index_view: for an integer key (x[i]) it retains the tensor, then check_pos() raises the " ..
-    "out-of-range error without releasing it, so every failed x[i] leaks the whole tensor",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 local function full_gc()

@@ -12,10 +12,7 @@ local H = require("helpers")
 local check = H.check
 
 -- Known bugs in files this suite may not fix (name -> what is wrong).
-local KNOWN = {
-  ["out-of-range integer indices x[i] are errors naming the dim and size"] = "ASAN: lua_tensor.c index_view: for an integer key (x[i]) it retains the tensor, then check_pos() raises " ..
-    "the out-of-range error without releasing it, so every failed x[i] leaks the whole tensor (LSan reports it)",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 local function base() return torch.arange(12) end

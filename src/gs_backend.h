@@ -14,9 +14,12 @@
 
 #include "gs_tensor.h"
 
-typedef struct { bool is_float; double f; int64_t i; } gs_scalar;
-static inline gs_scalar gs_scalar_f(double f) { gs_scalar s = {true, f, 0}; return s; }
-static inline gs_scalar gs_scalar_i(int64_t i) { gs_scalar s = {false, (double)i, i}; return s; }
+/* A Lua number or boolean as an op argument; its kind decides promotion
+ * (a bool stays bool, an integer int64, a float the default float). */
+typedef struct { bool is_float; double f; int64_t i; bool is_bool; } gs_scalar;
+static inline gs_scalar gs_scalar_f(double f) { gs_scalar s = {true, f, 0, false}; return s; }
+static inline gs_scalar gs_scalar_i(int64_t i) { gs_scalar s = {false, (double)i, i, false}; return s; }
+static inline gs_scalar gs_scalar_b(bool b) { gs_scalar s = {false, b ? 1.0 : 0.0, b, true}; return s; }
 
 typedef enum {
   GS_U_NEG, GS_U_ABS, GS_U_EXP, GS_U_LOG, GS_U_SQRT, GS_U_RSQRT, GS_U_SIGMOID,

@@ -126,7 +126,7 @@ gs_dtype gs_result_type2(const gs_tensor *a, const gs_tensor *b) {
 }
 
 gs_dtype gs_result_type_scalar(const gs_tensor *a, gs_scalar s) {
-  gs_dtype w = s.is_float ? GS_FLOAT32 : GS_INT64; /* default dtype / long */
+  gs_dtype w = s.is_bool ? GS_BOOL : s.is_float ? GS_FLOAT32 : GS_INT64; /* default dtype / long */
   return combine(1, a->dtype, 1, w);
 }
 

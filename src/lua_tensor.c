@@ -44,29 +44,24 @@ static int64_t check_pos(lua_State *L, lua_Integer i, int dim, int64_t size) {
 /* Applies an index spec (integer or table of per-dim entries) and returns
  * the view it denotes, with one reference owned by the caller. */
 static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
-  gs_tensor *cur = x;
-  gs_tensor_retain(cur);
+  /* every check that can raise comes before the first reference is taken */
   if (lua_isinteger(L, kidx)) {
-    if (x->ndim == 0) { gs_tensor_release(cur); luaL_error(L, "invalid index of a 0-dim tensor"); }
+    if (x->ndim == 0) luaL_error(L, "invalid index of a 0-dim tensor");
     int64_t i = check_pos(L, lua_tointeger(L, kidx), 0, x->shape[0]);
     gs_tensor *v;
-    gs_status s = gs_select(cur, 0, i, &v);
+    gs_status s = gs_select(x, 0, i, &v);
     int64_t args[2] = {0, i};
-    if (s == GS_OK) s = gs_ag_record_view("select", cur, v, args, 2);
-    gs_tensor_release(cur);
-    if (s != GS_OK) gs_tensor_release(v);
+    if (s == GS_OK) s = gs_ag_record_view("select", x, v, args, 2);
+    if (s != GS_OK && v) gs_tensor_release(v);
     gsL_check(L, s);
     return v;
   }
-  if (!lua_istable(L, kidx)) {
-    gs_tensor_release(cur);
+  if (!lua_istable(L, kidx))
     luaL_error(L, "invalid index: expected an integer or a table like {i, {a, b}, {}}, got %s", luaL_typename(L, kidx));
-  }
   lua_Integer n = luaL_len(L, kidx);
-  if (n > x->ndim) {
-    gs_tensor_release(cur);
-    luaL_error(L, "too many indices for tensor of dimension %d (got %d)", x->ndim, (int)n);
-  }
+  if (n > x->ndim) luaL_error(L, "too many indices for tensor of dimension %d (got %d)", x->ndim, (int)n);
+  gs_tensor *cur = x;
+  gs_tensor_retain(cur);
   int dim = 0; /* current dim in the (shrinking) view */
   for (lua_Integer k = 1; k <= n; k++) {
     lua_geti(L, kidx, k);
@@ -231,7 +226,7 @@ static int t_newindex(lua_State *L) {
 static bool to_scalar(lua_State *L, int idx, gs_scalar *s) {
   if (lua_isinteger(L, idx)) { *s = gs_scalar_i(lua_tointeger(L, idx)); return true; }
   if (lua_type(L, idx) == LUA_TNUMBER) { *s = gs_scalar_f(lua_tonumber(L, idx)); return true; }
-  if (lua_isboolean(L, idx)) { *s = gs_scalar_i(lua_toboolean(L, idx)); return true; }
+  if (lua_isboolean(L, idx)) { *s = gs_scalar_b(lua_toboolean(L, idx)); return true; }
   return false;
 }
 

@@ -37,13 +37,44 @@ static void clamp_args(lua_State *L, double *args) {
   }
   if (isnan(args[0]) && isnan(args[1])) luaL_error(L, "torch.clamp: At least one of 'min' or 'max' must not be None");
 }
+/* A fractional bound on an integer tensor promotes it, as PyTorch's
+ * result_type does: clamp(int64, 1.5) is float32. */
+static bool fractional_bound(lua_State *L) {
+  if (lua_istable(L, 2)) {
+    bool frac = false;
+    if (gsL_optfield(L, 2, "min")) { frac = frac || (lua_type(L, -1) == LUA_TNUMBER && !lua_isinteger(L, -1)); lua_pop(L, 1); }
+    if (gsL_optfield(L, 2, "max")) { frac = frac || (lua_type(L, -1) == LUA_TNUMBER && !lua_isinteger(L, -1)); lua_pop(L, 1); }
+    return frac;
+  }
+  for (int i = 2; i <= 3; i++)
+    if (lua_type(L, i) == LUA_TNUMBER && !lua_isinteger(L, i)) return true;
+  return false;
+}
+
 static int m_clamp(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   double args[2];
   clamp_args(L, args);
-  gsL_check(L, gs_ag_unary(GS_U_CLAMP, x, args, &r));
+  if (!gs_dtype_is_float(x->dtype) && fractional_bound(L)) {
+    gs_tensor *f;
+    gsL_check(L, gs_ag_to(x, gs_tensor_device(x), GS_FLOAT32, &f));
+    gs_status s = gs_ag_unary(GS_U_CLAMP, f, args, &r);
+    gs_tensor_release(f);
+    gsL_check(L, s);
+  } else {
+    gsL_check(L, gs_ag_unary(GS_U_CLAMP, x, args, &r));
+  }
   gsL_pushtensor(L, r);
   return 1;
+}
+
+/* PyTorch refuses a fractional alpha when both operands are integral. */
+static void check_alpha(lua_State *L, int alpha_idx) {
+  if (lua_type(L, alpha_idx) != LUA_TNUMBER || lua_isinteger(L, alpha_idx)) return;
+  gs_tensor *a = gsL_testtensor(L, 1), *b = gsL_testtensor(L, 2);
+  bool a_int = a ? !gs_dtype_is_float(a->dtype) : lua_isinteger(L, 1);
+  bool b_int = b ? !gs_dtype_is_float(b->dtype) : lua_isinteger(L, 2);
+  if (a_int && b_int) luaL_error(L, "For integral input tensors, argument alpha must not be a floating point number.");
 }
 static int m_clamp_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
@@ -61,6 +92,7 @@ static int add_sub(lua_State *L, gs_binary_op op) {
   bool has_alpha = false;
   if (lua_gettop(L) >= 3) {
     if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) { lua_replace(L, 3); }
+    check_alpha(L, 3);
     if (lua_isinteger(L, 3)) alpha = gs_scalar_i(lua_tointeger(L, 3));
     else alpha = gs_scalar_f(luaL_checknumber(L, 3));
     has_alpha = !(alpha.is_float ? alpha.f == 1 : alpha.i == 1);
@@ -94,6 +126,7 @@ static int binary_(lua_State *L) {
   gsL_check(L, gs_ag_check_inplace(x));
   if ((op == GS_B_ADD || op == GS_B_SUB) && lua_gettop(L) >= 3) {
     if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
+    check_alpha(L, 3);
     double alpha = luaL_checknumber(L, 3);
     if ((y = gsL_testtensor(L, 2))) {
       gs_scalar a = lua_isinteger(L, 3) ? gs_scalar_i(lua_tointeger(L, 3)) : gs_scalar_f(alpha);
@@ -108,6 +141,7 @@ static int binary_(lua_State *L) {
   if ((y = gsL_testtensor(L, 2))) gsL_check(L, gs_binary_(op, x, y));
   else if (lua_isinteger(L, 2)) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_i(lua_tointeger(L, 2))));
   else if (lua_type(L, 2) == LUA_TNUMBER) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_f(lua_tonumber(L, 2))));
+  else if (lua_isboolean(L, 2)) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_b(lua_toboolean(L, 2))));
   else return luaL_error(L, "bad argument #1: expected a tensor or a number, got %s", luaL_typename(L, 2));
   lua_settop(L, 1);
   return 1;
@@ -115,7 +149,7 @@ static int binary_(lua_State *L) {
 
 static gs_scalar check_scalar(lua_State *L, int idx) {
   if (lua_isinteger(L, idx)) return gs_scalar_i(lua_tointeger(L, idx));
-  if (lua_isboolean(L, idx)) return gs_scalar_i(lua_toboolean(L, idx));
+  if (lua_isboolean(L, idx)) return gs_scalar_b(lua_toboolean(L, idx));
   return gs_scalar_f(luaL_checknumber(L, idx));
 }
 

@@ -223,7 +223,7 @@ static int m_split(lua_State *L) {
     return 1;
   }
   lua_Integer piece = luaL_checkinteger(L, 2);
-  if (piece <= 0) return luaL_error(L, "split expects split_size be non-negative, but got split_size=%d", (int)piece);
+  if (piece <= 0) return luaL_error(L, "split expects a positive split_size, but got split_size=%d", (int)piece);
   return push_pieces(L, x, d, piece);
 }
 
