@@ -7,14 +7,6 @@ local torch = require("torch")
 local H = require("helpers")
 local nn = torch.nn
 
-local function it_autograd(name, fn)
-  if torch.no_grad == nil then
-    pending(name .. " -- needs autograd (torch.no_grad is missing)")
-  else
-    it(name, fn)
-  end
-end
-
 local simulated = false
 local function gpus(n)
   local have = torch.cuda.device_count()
@@ -116,7 +108,7 @@ describe("nn.DataParallel", function()
     H.errors(function() nn.DataParallel(Model(5, 2), { device_ids = { 0, 5 } }) end, "device_ids has cuda:5")
   end)
 
-  it_autograd("gradients from every replica reach the master parameters", function()
+  it("gradients from every replica reach the master parameters", function()
     if not gpus(3) then return pending("needs 3 CUDA devices") end
     local inner = Model(5, 2)
     local model = nn.DataParallel(inner):to("cuda:0")
@@ -131,7 +123,7 @@ describe("nn.DataParallel", function()
     assert.is_true(gb_dp:allclose(inner.fc.bias.grad:cpu(), 1e-5, 1e-6))
   end)
 
-  it_autograd("trains: a step through DataParallel equals a step on the plain module", function()
+  it("trains: a step through DataParallel equals a step on the plain module", function()
     if not gpus(3) then return pending("needs 3 CUDA devices") end
     torch.manual_seed(5)
     local a = Model(5, 2)

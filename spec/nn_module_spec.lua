@@ -8,14 +8,6 @@ local torch = require("torch")
 local H = require("helpers")
 local nn = torch.nn
 
-local function it_autograd(name, fn)
-  if torch.no_grad == nil then
-    pending(name .. " -- needs autograd (torch.no_grad is missing)")
-  else
-    it(name, fn)
-  end
-end
-
 -- n CUDA devices: the ones present, or simulated ones when there are none.
 local simulated = false
 local function gpus(n)
@@ -337,7 +329,7 @@ describe("modes and gradients", function()
     assert.is_false(net[1].training)
   end)
 
-  it_autograd("zero_grad sets every gradient to nil", function()
+  it("zero_grad sets every gradient to nil", function()
     local net = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
     net(torch.ones(4, 3)):sum():backward()
     for _, p in ipairs(net:parameters()) do assert.is_not_nil(p.grad) end
@@ -345,7 +337,7 @@ describe("modes and gradients", function()
     for _, p in ipairs(net:parameters()) do assert.is_nil(p.grad) end
   end)
 
-  it_autograd("a forward pass records AddmmBackward0 like PyTorch", function()
+  it("a forward pass records AddmmBackward0 like PyTorch", function()
     local net = nn.Sequential(nn.Linear(3, 1))
     assert.are.equal("<AddmmBackward0>", net(torch.ones(2, 3)).grad_fn)
   end)
@@ -373,7 +365,7 @@ describe("moving modules between devices", function()
     assert.truthy(tostring(w):find("^Parameter containing:\ntensor%(.*device='cuda:0', requires_grad=True%)$"))
   end)
 
-  it_autograd("the moved net computes on the GPU (the book's net(X))", function()
+  it("the moved net computes on the GPU (the book's net(X))", function()
     if not gpus(2) then return pending("needs 2 CUDA devices") end
     local net = nn.Sequential(nn.Linear(3, 1))
     net = net:to({ device = torch.try_gpu() })
@@ -399,7 +391,7 @@ describe("moving modules between devices", function()
     assert.are.equal(torch.device("cpu"), net[3].weight.device)
   end)
 
-  it_autograd("gradients and buffers move with their parameters", function()
+  it("gradients and buffers move with their parameters", function()
     if not gpus(2) then return pending("needs 2 CUDA devices") end
     local m = Three()
     m(torch.ones(1, 2)):sum():backward()

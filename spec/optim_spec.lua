@@ -90,15 +90,6 @@ local CASES = {
     b = {{0.19999999888888886}, {0.2987285029260612}, {0.3947600094902952}, {0.4860569743137911}, {0.5699239834579736}}},
 }
 
--- Cases that need autograd are pending while the engine has none.
-local function it_autograd(name, fn)
-  if torch.no_grad == nil then
-    pending(name .. " -- needs autograd (torch.no_grad is missing)")
-  else
-    it(name, fn)
-  end
-end
-
 local simulated = false
 local function gpu_available()
   if torch.cuda.device_count() > 0 then return true end
@@ -139,10 +130,10 @@ describe("optim matches PyTorch step by step", function()
     if simulated then collectgarbage(); torch._sim_configure(0) end
   end)
   for _, case in ipairs(CASES) do
-    it_autograd(case.name .. " on the CPU", function() run_case(case, "cpu") end)
+    it(case.name .. " on the CPU", function() run_case(case, "cpu") end)
   end
   for _, name in ipairs({ "sgd_nesterov", "sgd_weight_decay", "adam", "adam_amsgrad" }) do
-    it_autograd(name .. " on cuda:0 (updates in place on the device)", function()
+    it(name .. " on cuda:0 (updates in place on the device)", function()
       if not gpu_available() then return pending("no CUDA device and no simulator") end
       for _, case in ipairs(CASES) do
         if case.name == name then run_case(case, "cuda:0") end
@@ -152,7 +143,7 @@ describe("optim matches PyTorch step by step", function()
 end)
 
 describe("optimizer behaviour", function()
-  it_autograd("zero_grad sets gradients to nil (PyTorch 2's set_to_none), or zeroes them", function()
+  it("zero_grad sets gradients to nil (PyTorch 2's set_to_none), or zeroes them", function()
     local w, b, loss_of = problem("cpu")
     local opt = optim.SGD({ w, b }, { lr = 0.1 })
     loss_of():backward()
@@ -165,7 +156,7 @@ describe("optimizer behaviour", function()
     H.check(w.grad, "float64", { 2 }, { 0.0, 0.0 })
   end)
 
-  it_autograd("parameters without a gradient are left alone (and get no state)", function()
+  it("parameters without a gradient are left alone (and get no state)", function()
     local w, b, loss_of = problem("cpu")
     local c = nn.Parameter(torch.ones(2, { dtype = f64 }))
     local opt = optim.Adam({ w, b, c }, { lr = 0.1 })
@@ -176,7 +167,7 @@ describe("optimizer behaviour", function()
     assert.are.equal(1, opt.state[w].step)
   end)
 
-  it_autograd("updates the same tensor objects in place", function()
+  it("updates the same tensor objects in place", function()
     local w, b, loss_of = problem("cpu")
     local before = w
     local opt = optim.SGD({ w, b }, { lr = 0.05 })
@@ -188,7 +179,7 @@ describe("optimizer behaviour", function()
     assert.is_nil(w.grad_fn)
   end)
 
-  it_autograd("step(closure) evaluates the closure and returns its loss", function()
+  it("step(closure) evaluates the closure and returns its loss", function()
     local w, b, loss_of = problem("cpu")
     local opt = optim.SGD({ w, b }, { lr = 0.05 })
     local loss = opt:step(function()
@@ -201,7 +192,7 @@ describe("optimizer behaviour", function()
     H.assert_close(w:detach():tolist(), CASES[1].w[1], 1e-12, 1e-12)
   end)
 
-  it_autograd("param groups carry their own options", function()
+  it("param groups carry their own options", function()
     local w, b, loss_of = problem("cpu")
     local opt = optim.SGD({ { params = { w } }, { params = { b }, lr = 0.0 } }, { lr = 0.05 })
     assert.are.equal(0.05, opt.param_groups[1].lr)
@@ -218,7 +209,7 @@ describe("optimizer behaviour", function()
     H.assert_close(w:detach():tolist(), CASES[1].w[1], 1e-12, 1e-12)
   end)
 
-  it_autograd("state_dict and load_state_dict resume training exactly", function()
+  it("state_dict and load_state_dict resume training exactly", function()
     local case = CASES[7] -- adam
     local w, b, loss_of = problem("cpu")
     local opt = optim.Adam({ w, b }, case.opts)

@@ -287,15 +287,6 @@ local RUNS = {
 }
 -- END generated
 
--- Cases that need autograd are pending while the engine has none.
-local function it_autograd(name, fn)
-  if torch.no_grad == nil then
-    pending(name .. " -- needs autograd (torch.no_grad is missing)")
-  else
-    it(name, fn)
-  end
-end
-
 -- CUDA devices for the GPU runs: the ones present, or simulated ones.
 local simulated = false
 local function gpu_available()
@@ -372,17 +363,17 @@ describe("train proof: gshell trains exactly like PyTorch", function()
 
   for _, run in ipairs(RUNS) do
     for _, dtype in ipairs({ torch.float64, torch.float32 }) do
-      it_autograd(string.format("%s, %s, on the CPU", run.name, dtype.name), function()
+      it(string.format("%s, %s, on the CPU", run.name, dtype.name), function()
         train_and_check(run, dtype, "cpu")
       end)
-      it_autograd(string.format("%s, %s, on cuda:0", run.name, dtype.name), function()
+      it(string.format("%s, %s, on cuda:0", run.name, dtype.name), function()
         if not gpu_available() then return pending("no CUDA device and no simulator") end
         train_and_check(run, dtype, "cuda:0")
       end)
     end
   end
 
-  it_autograd("the model moved to the GPU after the optimizer was made trains the same", function()
+  it("the model moved to the GPU after the optimizer was made trains the same", function()
     if not gpu_available() then return pending("no CUDA device and no simulator") end
     local run = RUNS[1]
     local net = build(torch.float64, "cpu")
