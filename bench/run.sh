@@ -2,11 +2,11 @@
 # gshell vs PyTorch on this machine's CPU. Usage: sh bench/run.sh [BUILD_DIR]
 # (`make bench` runs it after `make`). Prints a table and writes it, with the
 # machine's description, to bench/results/cpu-latest.md. See bench/README.md.
-#   BENCH_ROUNDS=N   rounds of the op benchmarks per side (default 2)
+#   BENCH_ROUNDS=N   rounds of the op benchmarks per side (default 3)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ROUNDS=${BENCH_ROUNDS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 PY=/usr/bin/python3          # Debian's python, the one with torch
 LUA=lua5.4
 export LUA_CPATH="$BUILD/?.so;;"

@@ -3,6 +3,7 @@
 Prints one `name value unit` line per benchmark (see bench/README.md).
 Run with Debian's interpreter: /usr/bin/python3 bench/py/ops.py
 """
+import gc
 import statistics
 import sys
 import time
@@ -31,6 +32,7 @@ def report(name, value, unit):
 
 
 def run(name, unit, f):
+    gc.collect()  # as the Lua side does before each benchmark
     try:
         report(name, f(), unit)
     except Exception as e:  # keep going: one broken benchmark is one "n/a"
@@ -57,12 +59,12 @@ run("add_tiny", "us/op", tiny_add)
 def matmul(n, iters, reps):
     def f():
         a, b = torch.randn(n, n), torch.randn(n, n)
-        t = time_per_iter(lambda: torch.matmul(a, b), iters, reps, warmup=1)
+        t = time_per_iter(lambda: torch.matmul(a, b), iters, reps, warmup=iters)
         return 2 * n**3 / t / 1e9
     return f
 
 
-run("matmul_500", "GFLOP/s", matmul(500, 20, 5))
+run("matmul_500", "GFLOP/s", matmul(500, 50, 5))
 run("matmul_2000", "GFLOP/s", matmul(2000, 1, 3))
 
 # -- 16M float32 memory-bound ops: GB/s counting bytes read + written --------
