@@ -8,6 +8,7 @@
 #include "lua_gs.h"
 
 void gsL_open_core(lua_State *L);
+void gsL_install_allocator(lua_State *L); /* lua_alloc.c */
 void gsL_open_autograd(lua_State *L);
 void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
 extern void (*gs_oom_hook)(void);
@@ -72,6 +73,7 @@ int luaopen_torch(lua_State *L) {
   lua_pop(L, 1);
   main_state = main_L;
   gs_oom_hook = collect_on_oom;
+  gsL_install_allocator(L);
 
   lua_newtable(L);
   lua_pushvalue(L, -1);
