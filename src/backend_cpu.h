@@ -15,7 +15,9 @@ gs_status gs_cpu_arange(gs_tensor *dst, double start, double step);
 gs_status gs_cpu_random(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a, double b);
 gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
 
-/* Below this many elements a kernel runs on one thread. */
-#define GS_PARALLEL_GRAIN 32768
+/* Below this many elements a kernel runs on one thread: the pool's
+ * workers sleep between jobs, and waking one costs more than it saves
+ * on smaller ops (measured on the MLP step: 451 -> 593 steps/s). */
+#define GS_PARALLEL_GRAIN 131072
 
 #endif

@@ -44,8 +44,8 @@ static gs_status bw_unary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
     s = mul_s(y, 2.0, &t);
     if (s == GS_OK) s = gs_binary(GS_B_DIV, g, t, &gr[0]);
     break;
-  case GS_U_RELU:
-    s = gs_binary_scalar(GS_B_GT, y, gs_scalar_i(0), false, &t);
+  case GS_U_RELU: /* y >= 0, so sign(y) is the 0/1 mask, already float (NaN gives 0) */
+    s = gs_unary(GS_U_SIGN, y, NULL, &t);
     if (s == GS_OK) s = gs_binary(GS_B_MUL, g, t, &gr[0]);
     break;
   case GS_U_SIGMOID: /* g * y * (1 - y) */

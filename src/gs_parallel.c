@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include "gs_parallel.h"
 
+#define GS_PARALLEL_WORK 131072
+
 #define MAX_WORKERS 63
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,8 +102,9 @@ static void range_chunk(int64_t c, void *arg) {
 
 void gs_parallel_for(int64_t n, int64_t work, gs_range_fn body, void *ctx) {
   if (n <= 0) return;
-  /* below ~32k elements of work the wake-up costs more than it saves */
-  int64_t parts = work < 32768 ? 1 : gs_num_threads();
+  /* waking a sleeping worker costs tens of microseconds: below this much
+   * work (about 128k elementwise operations) one thread is faster */
+  int64_t parts = work < GS_PARALLEL_WORK ? 1 : gs_num_threads();
   if (parts > n) parts = n;
   if (parts <= 1) { body(0, n, ctx); return; }
   range_job j = {n, parts, body, ctx};

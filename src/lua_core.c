@@ -17,14 +17,16 @@ static const char *IDENTITY = "gshell.tensor_objects"; /* weak: gs_tensor* -> us
 static size_t pressure, pressure_limit = (size_t)64 << 20, step_debt;
 
 /* Tensor memory is invisible to Lua's collector, which sees 8 bytes per
- * tensor. Each new tensor's header and fresh buffer are counted: every
- * 256 KiB of them buys a collector step of that size (so garbage tensors
- * are reclaimed at the pace they are made and their memory is reused
- * while still in cache), and a full collection runs once live tensor
- * memory has grown by as much again as it was (bounding big loops). */
+ * tensor. Each new tensor's headers, and a 64th of its fresh data, count
+ * as Lua allocation: every 256 KiB of that buys a collector step, so
+ * garbage tensors are reclaimed at the pace they are made and reused
+ * while still in cache. (Counting all the data would run a whole cycle
+ * per op on mid-sized tensors.) A full collection also runs once fresh
+ * data has grown by as much as is live, which bounds loops over big
+ * tensors. */
 static void add_pressure(lua_State *L, size_t bytes) {
   if (!lua_gc(L, LUA_GCISRUNNING)) return; /* collectgarbage("stop") is respected */
-  step_debt += bytes + sizeof(gs_tensor);
+  step_debt += sizeof(gs_tensor) + sizeof(gs_buffer) + bytes / 64;
   if (step_debt >= ((size_t)256 << 10)) {
     int kb = (int)(step_debt >> 10);
     step_debt = 0;
@@ -64,7 +66,7 @@ void gsL_pushtensor(lua_State *L, gs_tensor *t) {
   luaL_setmetatable(L, GSL_TENSOR_MT);
   *p = t;
   if (shared) gsL_register(L, -1);
-  else add_pressure(L, t->buf->refcount == 1 ? t->buf->nbytes + sizeof(gs_buffer) : 0);
+  else add_pressure(L, t->buf->refcount == 1 ? t->buf->nbytes : 0);
 }
 
 void gsL_register(lua_State *L, int idx) {
