@@ -24,14 +24,10 @@ function torch.try_all_gpus()
   return devices
 end
 
--- Optional parts: loaded when their files exist in the build.
+-- The Lua parts of the library, all compiled into the binary.
 for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize" }) do
-  local ok, mod = pcall(require, "torch." .. name)
-  if ok then
-    if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
-  elseif not tostring(mod):find("module 'torch%." .. name .. "' not found") then
-    error(mod, 0)
-  end
+  local mod = require("torch." .. name)
+  if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
 
 return torch
