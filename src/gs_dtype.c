@@ -28,8 +28,6 @@ bool gs_dtype_from_name(const char *name, gs_dtype *out) {
 }
 
 bool gs_dtype_is_float(gs_dtype t) { return t <= GS_BFLOAT16; }
-bool gs_dtype_is_int(gs_dtype t) { return t >= GS_INT64 && t <= GS_UINT8; }
-int gs_dtype_category(gs_dtype t) { return t == GS_BOOL ? 0 : gs_dtype_is_int(t) ? 1 : 2; }
 
 gs_dtype gs_compute_dtype(gs_dtype t) {
   switch (t) {

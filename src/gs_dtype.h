@@ -15,11 +15,7 @@ size_t gs_dtype_size(gs_dtype t);
 const char *gs_dtype_name(gs_dtype t);          /* "float32" */
 bool gs_dtype_from_name(const char *name, gs_dtype *out); /* accepts aliases */
 bool gs_dtype_is_float(gs_dtype t);
-bool gs_dtype_is_int(gs_dtype t);               /* integral, bool excluded */
 gs_dtype gs_promote(gs_dtype a, gs_dtype b);    /* torch.promote_types */
-
-/* Category order used by result_type: bool < integral < floating. */
-int gs_dtype_category(gs_dtype t);
 
 /* The dtype kernels compute in: float16/bfloat16 go through float32,
  * every integer type and bool through int64. Arithmetic kernels exist

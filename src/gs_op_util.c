@@ -88,15 +88,6 @@ gs_status gs_expand(const gs_tensor *x, int ndim, const int64_t *shape, gs_tenso
   return *out ? GS_OK : gs_error_code(GS_ERR_OOM, "out of host memory");
 }
 
-gs_status gs_normalize_dim(int64_t dim, int ndim, int *out) {
-  int n = ndim > 0 ? ndim : 1;
-  if (dim < -n || dim >= n)
-    return gs_error("Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
-                    -n, n, (long long)(dim >= 0 ? dim + 1 : dim));
-  *out = (int)(dim < 0 ? dim + n : dim);
-  return GS_OK;
-}
-
 gs_status gs_no_kernel(const char *op, const gs_tensor *t) {
   char name[24];
   gs_device_name(gs_tensor_device(t), name, sizeof name);

@@ -17,7 +17,6 @@ gs_status gs_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
 gs_status gs_expand(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
 /* x converted to dtype dt (contiguous); retains and returns x if it already is. */
 gs_status gs_cast(const gs_tensor *x, gs_dtype dt, gs_tensor **out);
-gs_status gs_normalize_dim(int64_t dim, int ndim, int *out); /* accepts negatives, 0-based */
 /* Error for a backend that lacks an op: names the op and the device. */
 gs_status gs_no_kernel(const char *op, const gs_tensor *t);
 /* be = the backend of t, or return gs_no_kernel when it lacks `slot`. */

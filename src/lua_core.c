@@ -40,7 +40,6 @@ static void add_pressure(lua_State *L, size_t bytes) {
   pressure_limit = live > ((size_t)64 << 20) ? live : (size_t)64 << 20;
 }
 
-void gsL_gc_pressure(lua_State *L) { add_pressure(L, 0); }
 
 /* Makes the Lua object for t. A tensor fresh from an op (refcount 1)
  * cannot have an object yet, so it skips the identity table; one that

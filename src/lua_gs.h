@@ -55,9 +55,6 @@ void gsL_open_tensor(lua_State *L);   /* lua_tensor*.c: metatable and methods */
 void gsL_open_factory(lua_State *L);  /* lua_factory.c */
 void gsL_open_device(lua_State *L);   /* lua_device.c: torch.device, dtypes, torch.cuda */
 
-/* Tell the Lua collector about bytes allocated since the last call. */
-void gsL_gc_pressure(lua_State *L);
-
 int luaopen_torch(lua_State *L);
 
 #endif
