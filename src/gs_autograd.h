@@ -62,6 +62,10 @@ gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **o
 gs_status gs_ag_to(gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out);
 gs_status gs_ag_clone(gs_tensor *x, gs_tensor **out);
 gs_status gs_ag_join(gs_tensor **xs, int n, int dim, bool stack, gs_tensor **out);
+gs_status gs_ag_var(gs_tensor *x, int dim, bool keepdim, int64_t correction, bool take_sqrt, gs_tensor **out);
+gs_status gs_ag_norm(gs_tensor *x, double p, gs_tensor **out);
+/* max/min whole (dim < 0) or along dim; indices may be NULL */
+gs_status gs_ag_extremum(gs_tensor *x, bool is_max, int dim, bool keepdim, gs_tensor **values, gs_tensor **indices);
 gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out); /* target 0-based int64 */
 
 /* Views: y was made from x by a view op; record how to route grads back.

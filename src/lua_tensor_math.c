@@ -222,13 +222,19 @@ static int reduce(lua_State *L) {
   bool keepdim;
   int d = reduce_dim(L, x, &keepdim);
   bool pair = (op == GS_R_MAX || op == GS_R_MIN) && d >= 0;
-  gs_status s = op == GS_R_SUM ? gs_ag_sum(x, d, keepdim, &v) : gs_reduce(op, x, d, keepdim, &v, pair ? &i : NULL);
+  gs_status s = op == GS_R_SUM ? gs_ag_sum(x, d, keepdim, &v)
+              : op == GS_R_MAX || op == GS_R_MIN ? gs_ag_extremum(x, op == GS_R_MAX, d, keepdim, &v, pair ? &i : NULL)
+              : gs_reduce(op, x, d, keepdim, &v, pair ? &i : NULL);
   gsL_check(L, s);
   if (op == GS_R_ARGMAX || op == GS_R_ARGMIN) { gsL_pushtensor(L, v); plus_one(L, v); return 1; }
   gsL_pushtensor(L, v);
   if (!pair) return 1;
-  gsL_pushtensor(L, i);
-  plus_one(L, i);
+  /* 1-based out of place: the 0-based indices may be saved by autograd */
+  gs_tensor *i1;
+  gs_status s1 = gs_binary_scalar(GS_B_ADD, i, gs_scalar_i(1), false, &i1);
+  gs_tensor_release(i);
+  gsL_check(L, s1);
+  gsL_pushtensor(L, i1);
   return 2;
 }
 
@@ -252,7 +258,7 @@ static int var_std(lua_State *L) {
     if (gsL_optfield(L, 2, "correction")) { correction = luaL_checkinteger(L, -1); lua_pop(L, 1); }
     if (gsL_optfield(L, 2, "unbiased")) { correction = lua_toboolean(L, -1) ? 1 : 0; lua_pop(L, 1); }
   }
-  gsL_check(L, gs_var(x, d, keepdim, correction, take_sqrt, &r));
+  gsL_check(L, gs_ag_var(x, d, keepdim, correction, take_sqrt, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -266,7 +272,7 @@ static int m_norm(lua_State *L) {
     else if (strcmp(s, "inf") == 0) p = INFINITY;
     else return luaL_error(L, "norm: unknown norm '%s' (expected a number, 'fro' or 'inf')", s);
   } else if (!lua_isnoneornil(L, 2)) p = luaL_checknumber(L, 2);
-  gsL_check(L, gs_norm(x, p, &r));
+  gsL_check(L, gs_ag_norm(x, p, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
