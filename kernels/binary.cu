@@ -9,44 +9,14 @@
  * and reported as Python's ZeroDivisionError. */
 #include <type_traits>
 #include "common.cuh"
+#include "gs_elemmath.h"
 
-__device__ __forceinline__ double f_floordiv(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = fmod(a, b), div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  if (div == 0) return copysign(0.0, a / b);
-  double fl = floor(div);
-  return div - fl > 0.5 ? fl + 1.0 : fl;
-}
-
-__device__ __forceinline__ double f_rem(double a, double b) {
-  double r = fmod(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
-__device__ __forceinline__ int64_t i_floordiv(int64_t a, int64_t b, int *zero_div) {
-  if (b == 0) { *zero_div = 1; return 0; }
-  if (b == -1) return (int64_t)(0 - (uint64_t)a);
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-
-__device__ __forceinline__ int64_t i_rem(int64_t a, int64_t b, int *zero_div) {
-  if (b == 0) { *zero_div = 1; return 0; }
-  if (b == -1) return 0;
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
-__device__ __forceinline__ int64_t i_pow(int64_t a, int64_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, base = (uint64_t)a;
-  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
-  return (int64_t)r;
-}
+/* the division rules are shared with the CPU kernels (gs_elemmath.h) */
+#define f_floordiv gs_float_floordiv
+#define f_rem gs_float_remainder
+#define i_floordiv gs_int_floordiv
+#define i_rem gs_int_remainder
+#define i_pow gs_int_pow
 
 /* The output type of op OP on T: bool (uint8) for comparisons and logic. */
 template <typename T, int OP> struct bin_out {

@@ -7,55 +7,14 @@
 #define GS_DTYPE_CUH
 
 #include "common.cuh"
+#include "gs_elemmath.h"
 
-__device__ __forceinline__ float gs_d_half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (man == 0) bits = sign;
-    else { /* subnormal: renormalise */
-      int e = -1;
-      do { e++; man <<= 1; } while (!(man & 0x400));
-      bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-    }
-  } else if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
-  else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  return __uint_as_float(bits);
-}
-
-__device__ __forceinline__ uint16_t gs_d_float_to_half(float f) {
-  uint32_t x = __float_as_uint(f);
-  uint32_t sign = (x >> 16) & 0x8000;
-  uint32_t absx = x & 0x7fffffff;
-  if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
-  if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);
-  if (absx < 0x38800000u) {
-    if (absx < 0x33000000u) return (uint16_t)sign;
-    uint32_t man = (absx & 0x7fffff) | 0x800000;
-    int shift = 126 - (int)(absx >> 23);
-    uint32_t half_man = man >> shift;
-    uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half_man & 1))) half_man++;
-    return (uint16_t)(sign | half_man);
-  }
-  uint32_t h = ((absx >> 13) - ((127 - 15) << 10));
-  uint32_t rem = absx & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-  return (uint16_t)(sign | h);
-}
-
-__device__ __forceinline__ float gs_d_bf16_to_float(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
-
-__device__ __forceinline__ uint16_t gs_d_float_to_bf16(float f) {
-  uint32_t x = __float_as_uint(f);
-  if ((x & 0x7fffffff) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-
-__device__ __forceinline__ int64_t gs_d_f64_to_i64(double v) {
-  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
-  return (int64_t)v;
-}
+/* the conversions are shared with the C engine (gs_elemmath.h) */
+__device__ __forceinline__ float gs_d_half_to_float(uint16_t h) { return gs_half_bits_to_float(h); }
+__device__ __forceinline__ uint16_t gs_d_float_to_half(float f) { return gs_float_to_half_bits(f); }
+__device__ __forceinline__ float gs_d_bf16_to_float(uint16_t h) { return gs_bf16_bits_to_float(h); }
+__device__ __forceinline__ uint16_t gs_d_float_to_bf16(float f) { return gs_float_to_bf16_bits(f); }
+__device__ __forceinline__ int64_t gs_d_f64_to_i64(double v) { return gs_float_to_int64(v); }
 
 /* One element as loaded: floats as double (exact for every float type),
  * integers and bool as int64, as cpu_copy.c's LD_ macros give them. */

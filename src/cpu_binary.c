@@ -7,6 +7,7 @@
 #include "backend_cpu.h"
 #include "cpu_iter.h"
 #include "cpu_math.h"
+#include "gs_elemmath.h"
 
 typedef struct { int zero_div; } bin_ctx;
 
@@ -14,39 +15,12 @@ typedef struct { int zero_div; } bin_ctx;
 static inline int64_t i_add(int64_t a, int64_t b) { return (int64_t)(U64(a) + U64(b)); }
 static inline int64_t i_sub(int64_t a, int64_t b) { return (int64_t)(U64(a) - U64(b)); }
 static inline int64_t i_mul(int64_t a, int64_t b) { return (int64_t)(U64(a) * U64(b)); }
-static inline int64_t i_floordiv(int64_t a, int64_t b, bin_ctx *c) {
-  if (b == 0) { c->zero_div = 1; return 0; }
-  if (b == -1) return (int64_t)(0 - U64(a));
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-static inline int64_t i_rem(int64_t a, int64_t b, bin_ctx *c) {
-  if (b == 0) { c->zero_div = 1; return 0; }
-  if (b == -1) return 0;
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-static inline int64_t i_pow(int64_t a, int64_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, base = U64(a);
-  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }
-  return (int64_t)r;
-}
-static inline double f_floordiv(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = fmod(a, b), div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  if (div == 0) return copysign(0.0, a / b);
-  double fl = floor(div);
-  return div - fl > 0.5 ? fl + 1.0 : fl;
-}
-static inline double f_rem(double a, double b) {
-  double r = fmod(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
+/* the division rules are shared with the CUDA kernels (gs_elemmath.h) */
+#define i_floordiv(a, b, c) gs_int_floordiv(a, b, &(c)->zero_div)
+#define i_rem(a, b, c) gs_int_remainder(a, b, &(c)->zero_div)
+#define i_pow gs_int_pow
+#define f_floordiv gs_float_floordiv
+#define f_rem gs_float_remainder
 #define F_MAX(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) > (b) ? (a) : (b))
 #define F_MIN(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) < (b) ? (a) : (b))
 #define I_MAX(a, b) ((a) > (b) ? (a) : (b))

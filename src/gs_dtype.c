@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "gs_dtype.h"
+#include "gs_elemmath.h"
 
 static const struct { const char *name; size_t size; } info[GS_NDTYPES] = {
   [GS_FLOAT32] = {"float32", 4}, [GS_FLOAT64] = {"float64", 8},
@@ -57,64 +58,12 @@ gs_dtype gs_promote(gs_dtype a, gs_dtype b) {
   return rank[a] >= rank[b] ? a : b;
 }
 
-float gs_half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (man == 0) bits = sign;
-    else { /* subnormal: renormalise */
-      int e = -1;
-      do { e++; man <<= 1; } while (!(man & 0x400));
-      bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-    }
-  } else if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
-  else bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-/* Round to nearest even, with overflow to inf and gradual underflow. */
-uint16_t gs_float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  uint32_t absx = x & 0x7fffffff;
-  if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
-  if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds past 65504 */
-  if (absx < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
-    if (absx < 0x33000000u) return (uint16_t)sign;
-    uint32_t man = (absx & 0x7fffff) | 0x800000;
-    int shift = 126 - (int)(absx >> 23); /* 14 .. 24 */
-    uint32_t half_man = man >> shift;
-    uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half_man & 1))) half_man++;
-    return (uint16_t)(sign | half_man);
-  }
-  uint32_t h = ((absx >> 13) - ((127 - 15) << 10));
-  uint32_t rem = absx & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-  return (uint16_t)(sign | h);
-}
-
-float gs_bf16_to_float(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t gs_float_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-  x += 0x7fff + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-
-int64_t gs_f64_to_i64(double v) {
-  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
-  return (int64_t)v;
-}
+/* The conversions themselves live in gs_elemmath.h, shared with CUDA. */
+float gs_half_to_float(uint16_t h) { return gs_half_bits_to_float(h); }
+uint16_t gs_float_to_half(float f) { return gs_float_to_half_bits(f); }
+float gs_bf16_to_float(uint16_t h) { return gs_bf16_bits_to_float(h); }
+uint16_t gs_float_to_bf16(float f) { return gs_float_to_bf16_bits(f); }
+int64_t gs_f64_to_i64(double v) { return gs_float_to_int64(v); }
 
 double gs_load_f64(gs_dtype t, const void *p) {
   switch (t) {

@@ -7,11 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define GS_HD __host__ __device__ __forceinline__
-#else
-#define GS_HD static inline
-#endif
+#include "gs_hd.h"
 
 typedef struct { uint32_t v[4]; } gs_philox_out;
 
