@@ -7,16 +7,7 @@ local torch = require("torch")
 local H = require("helpers")
 local nn = torch.nn
 
-local simulated = false
-local function gpus(n)
-  local have = torch.cuda.device_count()
-  if have == 0 and torch._sim_configure and not simulated then
-    torch._sim_configure(n)
-    simulated = true
-    have = n
-  end
-  return have >= n
-end
+local gpus = H.gpus
 
 -- The book's Model, recording the batch size each replica saw and where.
 local Model = nn.Module:extend("Model")
@@ -34,7 +25,7 @@ end
 
 describe("nn.DataParallel", function()
   teardown(function()
-    if simulated then collectgarbage(); torch._sim_configure(0) end
+    H.release_gpus()
   end)
 
   it("splits 30 into 10, 10, 10 and 10 into 4, 4, 2 over 3 devices", function()
@@ -156,12 +147,8 @@ describe("nn.DataParallel", function()
   end)
 
   it("without CUDA devices it just calls the module", function()
-    if torch.cuda.device_count() > 0 and not simulated then return pending("CUDA devices are present") end
-    if simulated then
-      collectgarbage()
-      torch._sim_configure(0)
-      simulated = false
-    end
+    if torch.cuda.device_count() > 0 and not H.gpus_simulated() then return pending("CUDA devices are present") end
+    H.release_gpus()
     local log = {}
     local model = nn.DataParallel(Model(5, 2, log))
     assert.are.same({}, model.device_ids)

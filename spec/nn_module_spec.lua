@@ -8,17 +8,7 @@ local torch = require("torch")
 local H = require("helpers")
 local nn = torch.nn
 
--- n CUDA devices: the ones present, or simulated ones when there are none.
-local simulated = false
-local function gpus(n)
-  local have = torch.cuda.device_count()
-  if have == 0 and torch._sim_configure and not simulated then
-    torch._sim_configure(n)
-    simulated = true
-    have = n
-  end
-  return have >= n
-end
+local gpus = H.gpus
 
 local function names(list)
   local r = {}
@@ -345,7 +335,7 @@ end)
 
 describe("moving modules between devices", function()
   teardown(function()
-    if simulated then collectgarbage(); torch._sim_configure(0) end
+    H.release_gpus()
   end)
 
   it("to(try_gpu()) moves the parameters in place and returns the module", function()

@@ -90,14 +90,7 @@ local CASES = {
     b = {{0.19999999888888886}, {0.2987285029260612}, {0.3947600094902952}, {0.4860569743137911}, {0.5699239834579736}}},
 }
 
-local simulated = false
-local function gpu_available()
-  if torch.cuda.device_count() > 0 then return true end
-  if torch._sim_configure == nil then return false end
-  torch._sim_configure(2)
-  simulated = true
-  return true
-end
+local function gpu_available() return H.gpus(1) end
 
 local f64 = torch.float64
 
@@ -127,7 +120,7 @@ end
 
 describe("optim matches PyTorch step by step", function()
   teardown(function()
-    if simulated then collectgarbage(); torch._sim_configure(0) end
+    H.release_gpus()
   end)
   for _, case in ipairs(CASES) do
     it(case.name .. " on the CPU", function() run_case(case, "cpu") end)

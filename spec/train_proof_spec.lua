@@ -288,14 +288,7 @@ local RUNS = {
 -- END generated
 
 -- CUDA devices for the GPU runs: the ones present, or simulated ones.
-local simulated = false
-local function gpu_available()
-  if torch.cuda.device_count() > 0 then return true end
-  if torch._sim_configure == nil then return false end
-  torch._sim_configure(2)
-  simulated = true
-  return true
-end
+local function gpu_available() return H.gpus(1) end
 
 local function build(dtype, device)
   local net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
@@ -355,10 +348,7 @@ end
 
 describe("train proof: gshell trains exactly like PyTorch", function()
   teardown(function()
-    if simulated then
-      collectgarbage()
-      torch._sim_configure(0)
-    end
+    H.release_gpus()
   end)
 
   for _, run in ipairs(RUNS) do

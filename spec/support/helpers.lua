@@ -322,4 +322,28 @@ function H.rss_kib()
   return tonumber(s:match("VmRSS:%s*(%d+)"))
 end
 
+-- CUDA devices for a spec: the machine's own, or n simulated ones when it
+-- has none. H.release_gpus() (in a teardown) undoes the simulation so the
+-- next spec file starts as the suite did.
+local simulated_gpus = false
+function H.gpus(n)
+  local torch = require("torch")
+  local have = torch.cuda.device_count()
+  if have == 0 and not simulated_gpus then
+    torch._sim_configure(n)
+    simulated_gpus = true
+    have = n
+  end
+  return have >= n
+end
+
+function H.gpus_simulated() return simulated_gpus end
+
+function H.release_gpus()
+  if not simulated_gpus then return end
+  collectgarbage()
+  require("torch")._sim_configure(0)
+  simulated_gpus = false
+end
+
 return H
