@@ -148,9 +148,21 @@ static void release_cached(int index) {
   (void)cudaGetLastError();
 }
 
+/* Why the last allocation on each device failed when it was not for lack
+ * of memory ("" when it was): see the alloc_failure slot. */
+static char alloc_why[MAX_DEVICES][256];
+
+static const char *cuda_alloc_failure(int index) {
+  return index >= 0 && index < MAX_DEVICES && alloc_why[index][0] ? alloc_why[index] : NULL;
+}
+
 static void *cuda_alloc(int index, size_t nbytes) {
   cudaStream_t st;
-  if (gs_cuda_stream(index, &st) != GS_OK) return NULL;
+  alloc_why[index][0] = '\0';
+  if (gs_cuda_stream(index, &st) != GS_OK) {
+    snprintf(alloc_why[index], sizeof alloc_why[index], "%s", gs_last_error());
+    return NULL;
+  }
   cuda_dev *d = &devs[index];
   size_t rounded;
   int c = size_class(nbytes, &rounded);
@@ -162,13 +174,19 @@ static void *cuda_alloc(int index, size_t nbytes) {
   if (b) { *at = b->next; d->cached -= rounded; p = b->ptr; }
   pthread_mutex_unlock(&d->lock);
   free(b);
-  if (!p && cudaMalloc(&p, rounded) != cudaSuccess) {
+  cudaError_t err = cudaSuccess;
+  if (!p && (err = cudaMalloc(&p, rounded)) != cudaSuccess) {
     /* out of memory: drop the cached blocks of other sizes, try again */
     (void)cudaGetLastError();
     release_cached(index);
     p = NULL;
-    if (cudaSetDevice(index) != cudaSuccess || cudaMalloc(&p, rounded) != cudaSuccess) {
+    err = cudaSetDevice(index);
+    if (err == cudaSuccess) err = cudaMalloc(&p, rounded);
+    if (err != cudaSuccess) {
       (void)cudaGetLastError();
+      if (err != cudaErrorMemoryAllocation)
+        snprintf(alloc_why[index], sizeof alloc_why[index], "CUDA error on cuda:%d while allocating %zu bytes: %s",
+                 index, nbytes, cudaGetErrorString(err));
       return NULL;
     }
   }
@@ -327,7 +345,7 @@ gs_status gs_cuda_get_properties(int index, gs_cuda_props *out) {
 
 const gs_backend gs_backend_cuda = {
   .name = "cuda",
-  .alloc = cuda_alloc,
+  .alloc = cuda_alloc, .alloc_failure = cuda_alloc_failure,
   .free = cuda_free,
   .empty_cache = cuda_empty_cache,
   .mem_stats = cuda_mem_stats,

@@ -50,8 +50,12 @@ typedef struct {
 typedef struct gs_backend {
   const char *name; /* "cpu", "sim", "cuda" */
 
-  /* memory: alloc returns NULL when out of memory (no message) */
+  /* memory: alloc returns NULL when it cannot allocate (no message) */
   void *(*alloc)(int index, size_t nbytes);
+  /* optional: after a failed alloc, NULL when the device was out of memory,
+   * else what went wrong (a broken context, no driver), so the user is not
+   * told "out of memory" for an unrelated failure */
+  const char *(*alloc_failure)(int index);
   void (*free)(int index, void *ptr, size_t nbytes);
   void (*empty_cache)(int index);
   void (*mem_stats)(int index, gs_mem_stats *out);

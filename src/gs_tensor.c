@@ -49,6 +49,8 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
       if (be->empty_cache) be->empty_cache(dev.index);
       data = be->alloc(dev.index, nbytes);
     }
+    const char *why = !data && be->alloc_failure ? be->alloc_failure(dev.index) : NULL;
+    if (why) return gs_error("%s", why);
     if (!data) {
       char want[32], freeb[32], total[32], name[16];
       format_bytes((double)nbytes, want, sizeof want);
