@@ -1200,21 +1200,21 @@ tensor([-1., -1.], requires_grad=True)]=], function()
 end)
 
 describe("tensor printing on CUDA devices (real or simulated)", function()
+  local H = require("helpers")
+  setup(function() assert(H.gpus(1)) end) -- simulated when the machine has none
+  teardown(function() H.release_gpus() end)
   it("cuda ones", function()
-    if torch.cuda.device_count() == 0 then return pending("no CUDA device (set GSHELL_SIM_GPUS)") end
     check([=[tensor([[1., 1., 1.],
         [1., 1., 1.]], device='cuda:0')]=], function()
       return torch.ones(2, 3, {device = 'cuda:0'})
     end)
   end)
   it("cuda float64 with requires_grad", function()
-    if torch.cuda.device_count() == 0 then return pending("no CUDA device (set GSHELL_SIM_GPUS)") end
     check([=[tensor([1., 1., 1.], device='cuda:0', dtype=torch.float64, requires_grad=True)]=], function()
       return torch.ones(3, {device = 'cuda:0', dtype = torch.float64, requires_grad = true})
     end)
   end)
   it("cuda int32 row: suffixes wrap", function()
-    if torch.cuda.device_count() == 0 then return pending("no CUDA device (set GSHELL_SIM_GPUS)") end
     check([=[tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16, 17,
         18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,
         36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,
@@ -1224,7 +1224,6 @@ describe("tensor printing on CUDA devices (real or simulated)", function()
     end)
   end)
   it("cuda summarised", function()
-    if torch.cuda.device_count() == 0 then return pending("no CUDA device (set GSHELL_SIM_GPUS)") end
     check([=[tensor([   0,    1,    2,  ..., 1997, 1998, 1999], device='cuda:0')]=], function()
       return torch.arange(2000):cuda()
     end)

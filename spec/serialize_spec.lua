@@ -489,6 +489,8 @@ describe("torch.save / torch.load", function()
     -- Python with safetensors and numpy, or nil.
     local python
     for _, exe in ipairs({ "python3", "/usr/bin/python3" }) do
+      -- LD_PRELOAD is cleared: the sanitizer run preloads libasan, which Python must not inherit
+      exe = "LD_PRELOAD= " .. exe
       if not python and os.execute(exe .. ' -c "import safetensors, numpy" >/dev/null 2>&1') then python = exe end
     end
     local function run_python(code)
