@@ -91,6 +91,7 @@ $(BUILD)/obj $(BUILD)/cu $(BUILD)/gen:
 	mkdir -p $@
 
 test: all
+	@sh tools/install-deps.sh --test
 	@sh tools/run_specs.sh $(BUILD)
 
 bench: all

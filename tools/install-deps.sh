@@ -1,17 +1,23 @@
 #!/bin/sh
 # Installs the Debian packages gshell needs to build and test, only those missing.
 # Used by `make` and `make test`, so a fresh Debian 12 machine needs nothing else.
+#   install-deps.sh [--test] [extra Debian packages...]
+# --test also fetches what only the specs use (Python's safetensors).
 set -e
+test_deps=0
+if [ "${1:-}" = "--test" ]; then test_deps=1; shift; fi
 need=""
 for p in lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev "$@"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need="$need $p"
 done
-[ -z "$need" ] && exit 0
-echo "installing:$need"
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
+if [ -n "$need" ]; then
+  echo "installing:$need"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
+fi
+[ "$test_deps" = 1 ] || exit 0
 
 # Python's safetensors lets the interop specs read our files and write
 # files for us; optional (those specs say so and pend without it).
