@@ -37,6 +37,10 @@ local D = {
   ["torch.save"] = "torch.save(obj, path): a tensor or table of tensors to a safetensors file (atomic write)",
   ["torch.load"] = "torch.load(path[, {map_location = dev}]) -> what torch.save wrote, on its saved devices",
   ["torch.no_grad"] = "torch.no_grad(fn) or `local g <close> = torch.no_grad()`: run without recording gradients",
+  ["torch.enable_grad"] = "torch.enable_grad(fn) or `local g <close> = torch.enable_grad()`: record gradients again inside no_grad",
+  ["torch.is_grad_enabled"] = "torch.is_grad_enabled() -> whether ops are being recorded for backward",
+  ["torch.addmm"] = "torch.addmm(bias, a, b) -> bias + a @ b (nn.Linear's product; grad_fn AddmmBackward0)",
+  ["torch.nll_loss"] = "torch.nll_loss(logp, target) -> mean of -logp[i, target[i]], target holding 1-based class indices",
   ["torch.set_default_device"] = "torch.set_default_device(dev): where factories put tensors when no device is given",
   ["torch.get_default_device"] = "torch.get_default_device() -> the device factories use by default",
   ["torch.with_device"] = "torch.with_device(dev, fn): run fn with dev as the default device, restored after",
@@ -52,6 +56,7 @@ local D = {
   -- torch.cuda
   ["torch.cuda"] = "torch.cuda: CUDA devices (real GPUs, or simulated with --sim-gpus N)",
   ["torch.cuda.is_available"] = "torch.cuda.is_available() -> true when a CUDA device (real or simulated) exists",
+  ["torch.cuda.unavailable_reason"] = "torch.cuda.unavailable_reason() -> why no real GPU is usable (no driver, too old, built without CUDA), or nil",
   ["torch.cuda.device_count"] = "torch.cuda.device_count() -> number of CUDA devices",
   ["torch.cuda.current_device"] = "torch.cuda.current_device() -> the ordinal 'cuda' means",
   ["torch.cuda.set_device"] = "torch.cuda.set_device(i): make 'cuda' mean cuda:i",
