@@ -211,3 +211,35 @@ describe("bounded memory in loops of large temporaries", function()
     assert.is_true(after < 128 * MiB + SLACK, string.format("VmRSS stayed %.0f MiB above the start", after / MiB))
   end)
 end)
+
+describe("in-place writes whose input overlaps the output", function()
+  -- PyTorch refuses these; gshell computes them as if the input had been
+  -- read before any element was written (what `x + x:t()` gives).
+  it("x:add_(x:t()) equals x + x:t()", function()
+    local x = torch.tensor({ { 1.0, 2.0 }, { 3.0, 4.0 } })
+    local expected = (x + x:t()):tolist()
+    x:add_(x:t())
+    assert.are.same(expected, x:tolist())
+  end)
+
+  it("a row broadcast from the same tensor is read before it is overwritten", function()
+    local z = torch.tensor({ { 1.0, 2.0 }, { 3.0, 4.0 } })
+    z:mul_(z[1])
+    assert.are.same({ { 1.0, 4.0 }, { 3.0, 8.0 } }, z:tolist())
+  end)
+
+  it("a shifting slice assignment copies the source first", function()
+    local y = torch.arange(6):float()
+    y[{ { 2, 6 } }] = y[{ { 1, 5 } }]
+    assert.are.same({ 0.0, 0.0, 1.0, 2.0, 3.0, 4.0 }, y:tolist())
+    local v = torch.arange(6)
+    v:narrow(1, 1, 5):copy_(v:narrow(1, 2, 5))
+    assert.are.same({ 1, 2, 3, 4, 5, 5 }, v:tolist())
+  end)
+
+  it("the same view on both sides stays element for element", function()
+    local w = torch.tensor({ 1.0, 2.0, 3.0 })
+    w:add_(w)
+    assert.are.same({ 2.0, 4.0, 6.0 }, w:tolist())
+  end)
+end)

@@ -205,7 +205,7 @@ static gs_status binary_inplace(gs_binary_op op, gs_tensor *a, const gs_tensor *
   const gs_backend *be;
   GS_DISPATCH(be, a, binary, binary_names[op]);
   if (!is_comparison(op) && !may_fail && gs_is_contiguous(a) && a->dtype == gs_compute_dtype(a->dtype) &&
-      binary_result(op, promoted) == a->dtype && b->dtype == a->dtype) {
+      binary_result(op, promoted) == a->dtype && b->dtype == a->dtype && !gs_partial_overlap(a, b)) {
     gs_tensor *eb;
     GS_TRY(gs_expand(b, a->ndim, a->shape, &eb));
     gs_log_op(binary_names[op], a);

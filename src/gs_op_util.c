@@ -182,7 +182,37 @@ static gs_status copy_across(gs_tensor *dst, const gs_tensor *src) {
   return st;
 }
 
+/* The first and one-past-last element a view can touch (strides >= 0). */
+static void span(const gs_tensor *t, int64_t *lo, int64_t *hi) {
+  int64_t end = t->offset;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 0) { *lo = *hi = t->offset; return; }
+    end += (t->shape[d] - 1) * t->stride[d];
+  }
+  *lo = t->offset;
+  *hi = end + 1;
+}
+
+bool gs_partial_overlap(const gs_tensor *w, const gs_tensor *r) {
+  if (w->buf != r->buf || w->dtype != r->dtype) return w->buf == r->buf;
+  bool same = w->offset == r->offset && w->ndim == r->ndim &&
+              memcmp(w->shape, r->shape, sizeof(int64_t) * (size_t)w->ndim) == 0 &&
+              memcmp(w->stride, r->stride, sizeof(int64_t) * (size_t)w->ndim) == 0;
+  if (same) return false;
+  int64_t wl, wh, rl, rh;
+  span(w, &wl, &wh);
+  span(r, &rl, &rh);
+  return wl < rh && rl < wh;
+}
+
 gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src) {
+  if (gs_partial_overlap(dst, src)) { /* read all of src before writing */
+    gs_tensor *tmp;
+    GS_TRY(gs_clone(src, &tmp));
+    gs_status s = gs_copy_(dst, tmp);
+    gs_tensor_release(tmp);
+    return s;
+  }
   gs_tensor *e;
   GS_TRY(gs_expand(src, dst->ndim, dst->shape, &e));
   gs_status s;

@@ -13,6 +13,11 @@
 /* ---- validation helpers shared by the op files ---- */
 gs_status gs_check_same_device(const gs_tensor *a, const gs_tensor *b);
 gs_status gs_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out);
+/* True when writing w element by element could change what r still has to
+ * read: the same storage, overlapping, and not the very same view. In-place
+ * ops then read a copy of r first (PyTorch refuses these; gshell computes
+ * them as if r had been read before any write). */
+bool gs_partial_overlap(const gs_tensor *w, const gs_tensor *r);
 /* A view of x expanded to shape (stride 0 on broadcast dims). */
 gs_status gs_expand(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
 /* x converted to dtype dt (contiguous); retains and returns x if it already is. */
