@@ -17,7 +17,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER, done = PTHREAD_COND_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int nthreads = 1;
-static uint64_t generation;           /* bumped for each job */
+static _Atomic uint64_t generation;   /* bumped for each job */
 static gs_chunk_fn job_fn;
 static void *job_ctx;
 static int64_t job_chunks;
@@ -33,13 +33,28 @@ static void take_chunks(void) {
   }
 }
 
+/* After a job a worker watches for the next one for a few microseconds
+ * (300 pauses) before sleeping: back-to-back ops find it awake (no wake-up latency),
+ * while a long pause (an OpenBLAS call, the user typing) leaves the core
+ * free, unlike OpenMP's long spin. */
+#define SPIN_ROUNDS 300
+
 static void *worker(void *arg) {
   (void)arg;
   in_pool = true;
   uint64_t seen = 0;
   pthread_mutex_lock(&lock);
   for (;;) {
-    while (generation == seen) pthread_cond_wait(&wake, &lock);
+    if (atomic_load(&generation) == seen) {
+      pthread_mutex_unlock(&lock);
+      for (int k = 0; k < SPIN_ROUNDS && atomic_load(&generation) == seen; k++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      pthread_mutex_lock(&lock);
+    }
+    while (atomic_load(&generation) == seen) pthread_cond_wait(&wake, &lock);
     seen = generation;
     pthread_mutex_unlock(&lock);
     take_chunks();
