@@ -429,3 +429,20 @@ describe("equal and allclose", function()
     assert.is_true(torch.tensor({1, 2}):allclose(torch.tensor({1, 2})))
   end)
 end)
+
+describe("float32 sums of many elements stay accurate", function()
+  it("a million float32 0.1s sum to the correctly rounded value (PyTorch: 1 ulp off)", function()
+    local s = torch.full({ 1000000 }, 0.1):sum():item()
+    local exact = 1000000 * 0.100000001490116119384765625 -- float32(0.1), exactly
+    assert.is_true(math.abs(s - exact) <= 0.0078125 / 2, ("got %.6f"):format(s)) -- half an ulp at 1e5
+  end)
+
+  it("random sums of odd lengths match float64 to float32 rounding", function()
+    torch.manual_seed(5)
+    for _, n in ipairs({ 127, 129, 1000003, 4194305 }) do
+      local x = torch.randn(n) * 10 + 3
+      local s32, s64 = x:sum():item(), x:double():sum():item()
+      assert.is_true(math.abs(s32 - s64) <= 1.2e-7 * math.abs(s64) + 1e-6, ("n=%d: %g vs %g"):format(n, s32, s64))
+    end
+  end)
+end)
