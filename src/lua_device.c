@@ -3,6 +3,7 @@
  * device properties from the simulator or (GS_HAVE_CUDA) from
  * gs_cuda_get_properties in backend_cuda.c. The Lua half (smi, device
  * scopes, torch.cuda.device) is lua/torch/devices.lua. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -194,22 +195,14 @@ static gs_device stats(lua_State *L, int idx, gs_mem_stats *s, const char *fn) {
   return d;
 }
 
-static int c_memory_allocated(lua_State *L) {
+/* memory_allocated, max_memory_allocated, memory_reserved: one field of
+ * gs_mem_stats each (upvalues: the field's offset and the function name) */
+static int c_mem_field(lua_State *L) {
   gs_mem_stats s;
-  stats(L, 1, &s, "memory_allocated");
-  lua_pushinteger(L, (lua_Integer)s.allocated);
-  return 1;
-}
-static int c_max_memory_allocated(lua_State *L) {
-  gs_mem_stats s;
-  stats(L, 1, &s, "max_memory_allocated");
-  lua_pushinteger(L, (lua_Integer)s.max_allocated);
-  return 1;
-}
-static int c_memory_reserved(lua_State *L) {
-  gs_mem_stats s;
-  stats(L, 1, &s, "memory_reserved");
-  lua_pushinteger(L, (lua_Integer)s.reserved);
+  stats(L, 1, &s, lua_tostring(L, lua_upvalueindex(2)));
+  size_t v;
+  memcpy(&v, (const char *)&s + lua_tointeger(L, lua_upvalueindex(1)), sizeof v);
+  lua_pushinteger(L, (lua_Integer)v);
   return 1;
 }
 static int c_max_memory_reserved(lua_State *L) {
@@ -361,14 +354,23 @@ void gsL_open_device(lua_State *L) {
     {"current_device", c_current_device}, {"set_device", c_set_device}, {"synchronize", c_synchronize},
     {"get_device_name", c_get_device_name}, {"get_device_properties", c_get_device_properties},
     {"get_device_capability", c_get_device_capability}, {"utilization", c_utilization},
-    {"memory_allocated", c_memory_allocated}, {"max_memory_allocated", c_max_memory_allocated},
-    {"memory_reserved", c_memory_reserved}, {"max_memory_reserved", c_max_memory_reserved},
+    {"max_memory_reserved", c_max_memory_reserved},
     {"mem_get_info", c_mem_get_info}, {"memory_stats", c_memory_stats},
     {"reset_peak_memory_stats", c_reset_peak}, {"empty_cache", c_empty_cache},
     {"transfers", c_transfers}, {"reset_transfers", c_reset_transfers}, {"_getpid", c_getpid},
     {NULL, NULL}};
   lua_newtable(L);
   luaL_setfuncs(L, cuda, 0);
+  static const struct { const char *name; size_t offset; } fields[] = {
+    {"memory_allocated", offsetof(gs_mem_stats, allocated)},
+    {"max_memory_allocated", offsetof(gs_mem_stats, max_allocated)},
+    {"memory_reserved", offsetof(gs_mem_stats, reserved)}};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    lua_pushinteger(L, (lua_Integer)fields[i].offset);
+    lua_pushstring(L, fields[i].name);
+    lua_pushcclosure(L, c_mem_field, 2);
+    lua_setfield(L, -2, fields[i].name);
+  }
   lua_setfield(L, -2, "cuda");
   static const luaL_Reg fns[] = {
     {"set_default_device", l_set_default_device}, {"get_default_device", l_get_default_device},
