@@ -113,6 +113,15 @@ describe("gshell command line", function()
     assert.truthy(err:find("cannot open no/such/file.lua", 1, true))
   end)
 
+  it("--check and --notebook of a missing file exit 1, naming the file once", function()
+    for _, mode in ipairs({ "--check", "--notebook" }) do
+      local _, err, code = gshell({ mode, "no/such/doc.md" })
+      assert.are.equal(1, code)
+      assert.truthy(err:find("gshell: cannot open no/such/doc.md: No such file or directory", 1, true), err)
+      assert.is_nil(err:find("no/such/doc.md.*no/such/doc.md"), err)
+    end
+  end)
+
   it("stdin that is not a terminal runs as a script, nothing auto-printed", function()
     local out, _, code = gshell({}, "local x = 2\nx = x + 1\nprint(x)\n")
     assert.are.equal(0, code)

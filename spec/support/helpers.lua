@@ -253,14 +253,15 @@ end
 
 -- ---------------------------------------------------------------- refs
 
--- Matrix product of nested lists in doubles: a [m][k] x b [k][n].
-function H.ref_mm(a, b)
+-- Matrix product of nested lists a [m][k] x b [k][n], accumulated from
+-- `zero`: 0.0 computes in doubles, 0 in Lua integers (which wrap like int64).
+local function ref_mm(a, b, zero)
   local m, k, n = #a, #b, #b[1]
   local c = {}
   for i = 1, m do
     c[i] = {}
     for j = 1, n do
-      local s = 0.0
+      local s = zero
       for p = 1, k do s = s + a[i][p] * b[p][j] end
       c[i][j] = s
     end
@@ -268,20 +269,8 @@ function H.ref_mm(a, b)
   return c
 end
 
--- Integer matrix product with int64 wrap-around (Lua integers wrap).
-function H.ref_mm_int(a, b)
-  local m, k, n = #a, #b, #b[1]
-  local c = {}
-  for i = 1, m do
-    c[i] = {}
-    for j = 1, n do
-      local s = 0
-      for p = 1, k do s = s + a[i][p] * b[p][j] end
-      c[i][j] = s
-    end
-  end
-  return c
-end
+function H.ref_mm(a, b) return ref_mm(a, b, 0.0) end
+function H.ref_mm_int(a, b) return ref_mm(a, b, 0) end
 
 -- Transpose of a 2-d nested list.
 function H.ref_t(a)

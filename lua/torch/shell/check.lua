@@ -121,13 +121,8 @@ end
 
 -- Checks (or with update, rewrites) a document; returns the exit status.
 function M.run(path, update)
-  local f, err = io.open(path, "rb")
-  if not f then
-    io.stderr:write("gshell: cannot open ", path, ": ", tostring(err), "\n")
-    return 1
-  end
-  local text = f:read("a")
-  f:close()
+  local text = Session.read_input(path)
+  if not text then return 1 end
   local lines = split_lines(text)
   if lines[#lines] == "" then lines[#lines] = nil end
   local blocks = M.parse(lines)

@@ -71,13 +71,9 @@ end
 
 -- Runs the notebook; returns the exit status.
 function M.run(path, md_path)
-  local f, err = io.open(path, "rb")
-  if not f then
-    io.stderr:write("gshell: cannot open ", path, ": ", tostring(err), "\n")
-    return 1
-  end
-  local src = f:read("a"):gsub("^#![^\n]*", "")
-  f:close()
+  local text = Session.read_input(path)
+  if not text then return 1 end
+  local src = text:gsub("^#![^\n]*", "")
   local session = Session.new()
   local md = {}
   local failed = 0

@@ -217,6 +217,19 @@ end
 
 -- Creates a session. opts.err(msg): where error messages go (default
 -- stderr); opts.magics: the magics table (default torch.shell.magics).
+-- The whole text of a file the shell was asked to run, or nil after
+-- printing "gshell: cannot open PATH: why" (--check and --notebook).
+function M.read_input(path)
+  local f, err = io.open(path, "rb")
+  if not f then
+    io.stderr:write("gshell: cannot open ", tostring(err), "\n") -- err names the path
+    return nil
+  end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
 function M.new(opts)
   opts = opts or {}
   local G = _G
