@@ -15,6 +15,11 @@ bool gs_requires_grad(const gs_tensor *t) { return t && (t->requires_grad || t->
 
 void gs_grad_fn_release(gs_node *n) {
   if (!n || --n->refcount > 0) return;
+  gs_release_dead(n, true);
+}
+
+/* Called by gs_release_dead once nothing refers to n. */
+void gs_node_destroy(gs_node *n) {
   for (int i = 0; i < n->ninputs; i++) {
     gs_grad_fn_release(n->next_fn[i]);
     gs_tensor_release(n->next_leaf[i]);

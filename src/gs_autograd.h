@@ -42,6 +42,7 @@ extern bool gs_grad_enabled;
 
 const char *gs_grad_fn_name(const gs_node *n);
 void gs_grad_fn_release(gs_node *n);
+void gs_node_destroy(gs_node *n); /* only for gs_release_dead */
 bool gs_requires_grad(const gs_tensor *t);
 
 /* root.backward(grad); grad may be NULL for a one-element root. */

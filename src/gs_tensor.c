@@ -18,19 +18,27 @@ static void format_bytes(double b, char *buf, size_t n) {
 }
 
 /* Tensor and buffer headers come from per-thread free lists: a tiny op
- * makes one of each, and malloc was a third of its cost. */
+ * makes one of each, and malloc was a third of its cost. Under
+ * AddressSanitizer they go straight to malloc/free, so a header used
+ * after its release is reported instead of silently reused. */
+#if defined(__SANITIZE_ADDRESS__)
+#define GS_HEADER_POOL 0
+#else
+#define GS_HEADER_POOL 1
+#endif
 typedef union pooled { union pooled *next; gs_tensor t; gs_buffer b; } pooled;
 static _Thread_local pooled *free_headers;
 static _Thread_local int free_count;
 
 static void *header_alloc(void) {
+  if (!GS_HEADER_POOL) return malloc(sizeof(pooled));
   pooled *p = free_headers;
   if (p) { free_headers = p->next; free_count--; return p; }
   return malloc(sizeof(pooled));
 }
 
 static void header_free(void *h) {
-  if (free_count >= 4096) { free(h); return; }
+  if (!GS_HEADER_POOL || free_count >= 4096) { free(h); return; }
   pooled *p = h;
   p->next = free_headers;
   free_headers = p;
@@ -162,13 +170,48 @@ gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape,
 void gs_tensor_retain(gs_tensor *t) { t->refcount++; }
 
 void gs_grad_fn_release(struct gs_node *n); /* gs_autograd.c */
+void gs_node_destroy(struct gs_node *n);   /* gs_autograd.c */
 
-void gs_tensor_release(gs_tensor *t) {
-  if (!t || --t->refcount > 0) return;
+/* Freeing a tensor releases its .grad and grad_fn, a node releases its
+ * inputs' nodes and leaves: done recursively, a loss accumulated over
+ * 400,000 steps (or a 400,000-long .grad chain) overflows the C stack.
+ * Objects whose count reached zero go on a per-thread stack instead, which
+ * the outermost release empties; when that stack cannot grow, the object
+ * is freed on the spot (recursion, as before). */
+typedef struct { void *obj; bool is_node; } dead_obj;
+static _Thread_local dead_obj *dead;
+static _Thread_local size_t ndead, dead_cap;
+static _Thread_local bool draining;
+
+static void destroy(dead_obj d) {
+  if (d.is_node) { gs_node_destroy(d.obj); return; }
+  gs_tensor *t = d.obj;
   if (t->grad) gs_tensor_release(t->grad);
   if (t->grad_fn) gs_grad_fn_release(t->grad_fn);
   gs_buffer_release(t->buf);
   header_free(t);
+}
+
+void gs_release_dead(void *obj, bool is_node) {
+  dead_obj d = {obj, is_node};
+  if (ndead == dead_cap) {
+    size_t cap = dead_cap ? dead_cap * 2 : 256;
+    dead_obj *grown = realloc(dead, sizeof *grown * cap);
+    if (!grown) { destroy(d); return; }
+    dead = grown;
+    dead_cap = cap;
+  }
+  dead[ndead++] = d;
+  if (draining) return;
+  draining = true;
+  while (ndead > 0) destroy(dead[--ndead]);
+  draining = false;
+  if (dead_cap > 4096) { free(dead); dead = NULL; dead_cap = 0; } /* give a big list back */
+}
+
+void gs_tensor_release(gs_tensor *t) {
+  if (!t || --t->refcount > 0) return;
+  gs_release_dead(t, false);
 }
 
 int64_t gs_numel(const gs_tensor *t) {

@@ -46,6 +46,9 @@ gs_status gs_tensor_empty_like(const gs_tensor *x, gs_tensor **out);
 gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset);
 void gs_tensor_retain(gs_tensor *t);
 void gs_tensor_release(gs_tensor *t);
+/* Frees a tensor or autograd node whose count reached zero, and what that
+ * releases, without recursing once per object (deep graphs, .grad chains). */
+void gs_release_dead(void *obj, bool is_node);
 
 int64_t gs_numel(const gs_tensor *t);
 bool gs_is_contiguous(const gs_tensor *t);
