@@ -112,23 +112,56 @@ static gs_status bw_join(gs_node *n, gs_tensor *g, gs_tensor **gr) {
   return GS_OK;
 }
 
-gs_status gs_ag_join(gs_tensor **xs, int n, int dim, bool stack, gs_tensor **out) {
-  GS_TRY(stack ? gs_stack(xs, n, dim, out) : gs_cat(xs, n, dim, out));
-  if (!gs_grad_enabled) return GS_OK;
+/* Length along dim that input x takes in a cat (a 1-d empty tensor is
+ * skipped) or in a stack (one slot). */
+static int64_t join_len(const gs_tensor *x, int dim, bool stack) {
+  if (stack) return 1;
+  return x->ndim == 1 && x->shape[0] == 0 ? 0 : x->shape[dim];
+}
+
+/* A node has at most GS_AG_MAX_IN inputs: a join of more is recorded as a
+ * tree of join nodes over consecutive groups. Each group's node is
+ * attached to a view of the result (used only for its shape and grad_fn),
+ * and the node above routes g to those views as a cat would. */
+static gs_status record_join(gs_tensor **xs, int n, int dim, bool stack, const char *name, gs_tensor *out) {
   bool any = false;
   for (int i = 0; i < n; i++) any = any || gs_requires_grad(xs[i]);
-  if (!any || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
-  if (n > GS_AG_MAX_IN) {
-    /* chain joins of at most GS_AG_MAX_IN inputs would change the node
-     * names; keep it simple and say so */
-    REL(*out);
-    *out = NULL;
-    return gs_error("%s: autograd through more than %d tensors at once is not supported yet", stack ? "stack" : "cat", GS_AG_MAX_IN);
+  if (!any) return GS_OK;
+  if (n <= GS_AG_MAX_IN) {
+    gs_node *nd = gs_node_new(name, bw_join, n, xs);
+    if (nd) { nd->ints[0] = dim; nd->ints[1] = stack; }
+    return finish(nd, out, GS_OK);
   }
+  gs_tensor *parts[GS_AG_MAX_IN] = {NULL};
+  int per = (n + GS_AG_MAX_IN - 1) / GS_AG_MAX_IN, ngroups = 0;
+  int64_t at = 0;
+  gs_status s = GS_OK;
+  for (int g = 0; g * per < n && s == GS_OK; g++) {
+    int first = g * per, count = n - first < per ? n - first : per;
+    int64_t len = 0;
+    for (int i = first; i < first + count; i++) len += join_len(xs[i], dim, stack);
+    s = gs_narrow(out, dim, at, len, &parts[g]);
+    if (s == GS_OK) {
+      ngroups++;
+      s = record_join(xs + first, count, dim, stack, name, parts[g]);
+    }
+    at += len;
+  }
+  if (s == GS_OK) {
+    /* the groups' views are joined along dim as a cat */
+    gs_node *nd = gs_node_new(name, bw_join, ngroups, parts);
+    if (nd) { nd->ints[0] = dim; nd->ints[1] = 0; }
+    s = finish(nd, out, GS_OK);
+  }
+  for (int g = 0; g < ngroups; g++) REL(parts[g]);
+  return s;
+}
+
+gs_status gs_ag_join(gs_tensor **xs, int n, int dim, bool stack, gs_tensor **out) {
+  GS_TRY(stack ? gs_stack(xs, n, dim, out) : gs_cat(xs, n, dim, out));
+  if (!gs_grad_enabled || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
   if (dim < 0) dim += (*out)->ndim;
-  gs_node *nd = gs_node_new(stack ? "StackBackward0" : "CatBackward0", bw_join, n, xs);
-  if (nd) { nd->ints[0] = dim; nd->ints[1] = stack; }
-  gs_status s = finish(nd, *out, GS_OK);
+  gs_status s = record_join(xs, n, dim, stack, stack ? "StackBackward0" : "CatBackward0", *out);
   if (s != GS_OK) { REL(*out); *out = NULL; }
   return s;
 }

@@ -1,5 +1,6 @@
 /* gs_op_join.c: cat, stack and index_select. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gs_ops.h"
 
@@ -63,15 +64,15 @@ gs_status gs_stack(gs_tensor **xs, int n, int dim, gs_tensor **out) {
   if (dim < -nd || dim >= nd)
     return gs_error("Dimension out of range (expected to be in range of [%d, %d], but got %d)", -nd, nd, dim >= 0 ? dim + 1 : dim);
   if (dim < 0) dim += nd;
-  gs_tensor *views[256];
-  gs_tensor **vs = views;
-  if (n > 256) return gs_error("stack: at most 256 tensors at once, got %d", n);
+  gs_tensor **vs = malloc(sizeof *vs * (size_t)n);
+  if (!vs) return gs_error_code(GS_ERR_OOM, "stack: out of host memory for %d tensors", n);
   int made = 0;
   gs_status s = GS_OK;
   for (; made < n && s == GS_OK; made++) s = gs_unsqueeze(xs[made], dim, &vs[made]);
   if (s != GS_OK) made--;
   if (s == GS_OK) s = gs_cat(vs, n, dim, out);
   for (int i = 0; i < made; i++) gs_tensor_release(vs[i]);
+  free(vs);
   return s;
 }
 

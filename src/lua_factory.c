@@ -2,6 +2,7 @@
  * tables, ones/zeros/empty/full, random factories, arange, linspace, eye,
  * the *_like forms, cat and stack. Every factory takes a trailing options
  * table {device=, dtype=, requires_grad=}. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -319,15 +320,22 @@ static int like(lua_State *L) {
 
 static int join(lua_State *L) {
   bool stack = lua_toboolean(L, lua_upvalueindex(1));
+  const char *fn = stack ? "stack" : "cat";
+  lua_settop(L, 2); /* the anchors below go above the arguments */
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 1);
-  if (n > 4096) return luaL_error(L, "%s: at most 4096 tensors at once", stack ? "stack" : "cat");
-  gs_tensor *xs[4096];
+  if (n < 0 || n > INT_MAX) return luaL_error(L, "%s: the list's length must be between 0 and %d, got %I", fn, INT_MAX, n);
+  /* The list's __index may create tensors and run the collector: every
+   * element stays referenced from an anchor table while its pointer is in
+   * use, and the pointer array is a userdata so an error leaks nothing. */
+  gs_tensor **xs = lua_newuserdatauv(L, sizeof *xs * (size_t)(n ? n : 1), 0);
+  lua_createtable(L, (int)n, 0);
+  int anchor = lua_gettop(L);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 1, i);
     xs[i - 1] = gsL_testtensor(L, -1);
-    if (!xs[i - 1]) return luaL_error(L, "%s: expected a list of tensors, but element %d is a %s", stack ? "stack" : "cat", (int)i, luaL_typename(L, -1));
-    lua_pop(L, 1);
+    if (!xs[i - 1]) return luaL_error(L, "%s: expected a list of tensors, but element %d is a %s", fn, (int)i, luaL_typename(L, -1));
+    lua_rawseti(L, anchor, i);
   }
   int nd = n > 0 ? xs[0]->ndim + (stack ? 1 : 0) : 1;
   int d = 0;
