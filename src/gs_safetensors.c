@@ -6,6 +6,7 @@
  * that does not fit. Every byte read is bounds-checked against the
  * buffer or the file's real size. Writing is in gs_safetensors_write.c. */
 #define _GNU_SOURCE
+#include "gs_file.h"
 #include "gs_safetensors.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -435,7 +436,9 @@ gs_st_source gs_st_source_mem(const void *data, size_t len) {
 gs_status gs_st_source_open(const char *path, gs_st_source *src) {
   memset(src, 0, sizeof *src);
   src->fd = -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO with no writer would wait forever; the
+   * file type is checked before anything is read */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return gs_error("cannot open '%s': %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -445,8 +448,10 @@ gs_status gs_st_source_open(const char *path, gs_st_source *src) {
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return gs_error("cannot load '%s': it is %s, not a file", path, S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+    return gs_error("cannot load '%s': it is %s, not a regular file", path, gs_file_kind(st.st_mode));
   }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   src->fd = fd;
   src->size = (uint64_t)st.st_size;
   return GS_OK;

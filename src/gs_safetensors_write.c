@@ -1,7 +1,8 @@
 /* gs_safetensors_write.c: writing safetensors files atomically. The file
  * is written to a temporary file in the target's directory, flushed with
- * fsync, then renamed over the target, so a crash, a full disk or any
- * other error never leaves a half-written file in place of a good one.
+ * fsync, then renamed over the target (gs_file.c: symlinks followed,
+ * special files refused), so a crash, a full disk or any other error
+ * never leaves a half-written file in place of a good one.
  *
  * Layout matches the reference writer: "__metadata__" first, tensors
  * ordered by element size (largest first) then name so that every
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "gs_ops.h"
+#include "gs_file.h"
 #include "gs_safetensors.h"
 
 typedef struct { char *p; size_t n, cap; bool oom; } sbuf;
@@ -133,18 +135,6 @@ static gs_status build_header(int n, const char *const *names, gs_tensor *const 
   return GS_OK;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n > 0) {
-    ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return errno;
-    if (w == 0) return ENOSPC;
-    c += w, n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* A tensor's bytes, contiguous and little-endian, to fd; errno or -1
  * for an engine error (message already recorded). */
 static int write_tensor(int fd, const gs_tensor *t) {
@@ -158,29 +148,13 @@ static int write_tensor(int fd, const gs_tensor *t) {
     size_t m = n - k < sizeof chunk ? n - k : sizeof chunk;
     memcpy(chunk, gs_tensor_ptr(h) + k, m);
     gs_st_swap_le(chunk, m, gs_dtype_size(h->dtype));
-    e = write_all(fd, chunk, m);
+    e = gs_write_all(fd, chunk, m);
   }
 #else
-  if (n) e = write_all(fd, gs_tensor_ptr(h), n);
+  if (n) e = gs_write_all(fd, gs_tensor_ptr(h), n);
 #endif
   gs_tensor_release(h);
   return e;
-}
-
-static gs_status io_error(const char *path, int e, const char *stage) {
-  const char *hint = e == ENOSPC || e == EDQUOT ? " (the disk is full)"
-                   : e == EACCES || e == EPERM || e == EROFS ? " (no permission to write there)" : "";
-  return gs_error("cannot save to '%s': %s%s while %s; any existing file at that path was left unchanged", path,
-                  strerror(e), hint, stage);
-}
-
-/* The directory entry of the rename is made durable too (best effort). */
-static void sync_dir(const char *path) {
-  char *copy = strdup(path);
-  if (!copy) return;
-  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) { fsync(fd); close(fd); }
-  free(copy);
 }
 
 gs_status gs_st_save(const char *path, int n, const char *const *names, gs_tensor *const *tensors,
@@ -193,13 +167,12 @@ gs_status gs_st_save(const char *path, int n, const char *const *names, gs_tenso
     if (!valid_utf8(meta_values[i]))
       return gs_error("the value of metadata key '%s' is not valid UTF-8", gs_st_printable(meta_keys[i], nb, sizeof nb));
   int *order = malloc(sizeof *order * (size_t)(n ? n : 1)), *morder = malloc(sizeof *morder * (size_t)(nmeta ? nmeta : 1));
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
   sbuf b = {0};
   gs_status s = GS_OK;
-  int fd = -1, e;
-  bool created = false;
-  if (!order || !morder || !tmp) { s = gs_error_code(GS_ERR_OOM, "out of host memory"); goto done; }
+  gs_atomic_file f = {.fd = -1};
+  bool opened = false;
+  int e;
+  if (!order || !morder) { s = gs_error_code(GS_ERR_OOM, "out of host memory"); goto done; }
   for (int i = 0; i < n; i++) order[i] = i;
   sort_names = names, sort_tensors = tensors;
   qsort(order, (size_t)n, sizeof *order, cmp_order);
@@ -208,31 +181,20 @@ gs_status gs_st_save(const char *path, int n, const char *const *names, gs_tenso
   qsort(morder, (size_t)nmeta, sizeof *morder, cmp_meta);
   if ((s = build_header(n, names, tensors, order, nmeta, meta_keys, meta_values, morder, &b)) != GS_OK) goto done;
 
-  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
-  fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) { s = io_error(path, errno, "creating a temporary file in its directory"); goto done; }
-  created = true;
-  mode_t mask = umask(022); /* mkstemp makes 0600 files: give the usual 0666 & ~umask */
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0) { s = io_error(path, errno, "setting permissions"); goto done; }
+  if ((s = gs_atomic_open(path, &f)) != GS_OK) goto done;
+  opened = true;
   uint8_t len[8];
   for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)b.n >> (8 * i));
-  if ((e = write_all(fd, len, 8)) || (e = write_all(fd, b.p, b.n))) { s = io_error(path, e, "writing"); goto done; }
+  if ((e = gs_write_all(f.fd, len, 8)) || (e = gs_write_all(f.fd, b.p, b.n))) { s = gs_atomic_io_error(&f, e, "writing"); goto done; }
   for (int k = 0; k < n; k++) {
-    e = write_tensor(fd, tensors[order[k]]);
+    e = write_tensor(f.fd, tensors[order[k]]);
     if (e < 0) { s = GS_ERR; goto done; }
-    if (e) { s = io_error(path, e, "writing"); goto done; }
+    if (e) { s = gs_atomic_io_error(&f, e, "writing"); goto done; }
   }
-  if (fsync(fd) != 0) { s = io_error(path, errno, "flushing to disk (fsync)"); goto done; }
-  e = close(fd);
-  fd = -1;
-  if (e != 0) { s = io_error(path, errno, "closing the temporary file"); goto done; }
-  if (rename(tmp, path) != 0) { s = io_error(path, errno, "renaming the temporary file into place"); goto done; }
-  sync_dir(path);
+  opened = false; /* commit removes the temporary file itself on failure */
+  s = gs_atomic_commit(&f);
 done:
-  if (fd >= 0) close(fd);
-  if (s != GS_OK && created) unlink(tmp);
-  free(tmp);
+  if (opened) gs_atomic_abort(&f);
   free(order);
   free(morder);
   free(b.p);

@@ -10,10 +10,13 @@
  *       :get(name [, device]) the tensor (read now, moved to device)
  *       :close()              also on garbage collection and <close>
  *   torch._resolve_device(d) the device with "cuda" made concrete; a clear
- *       error when it does not exist. */
+ *       error when it does not exist.
+ *   torch._save_text(path, text) -> true | nil, message: a text file saved
+ *       the same safe way (the shell's --md and --check --update). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gs_file.h"
 #include "gs_safetensors.h"
 #include "lua_gs.h"
 
@@ -125,7 +128,9 @@ static int f_tostring(lua_State *L) {
 
 /* torch._load(path): opens the file and validates its whole header. */
 int gsL_serialize_load(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  size_t plen;
+  const char *path = luaL_checklstring(L, 1, &plen);
+  if (strlen(path) != plen) return luaL_error(L, "torch.load: the path contains a NUL byte");
   st_file *f = lua_newuserdatauv(L, sizeof *f, 2);
   memset(f, 0, sizeof *f);
   f->src.fd = -1;
@@ -148,25 +153,39 @@ int gsL_serialize_load(lua_State *L) {
   return 1;
 }
 
+/* Element i of the table at idx (metamethods honoured), also stored in
+ * the anchor table: a value __index just made has no other reference, and
+ * the collector must not free it while C holds its pointer. */
+static void geti_anchored(lua_State *L, int idx, lua_Integer i, int anchor) {
+  lua_geti(L, idx, i);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, anchor, i);
+}
+
 /* An array of n strings from the table at idx (scratch memory owned by a
- * userdata left on the stack, so a Lua error leaks nothing). */
+ * userdata left on the stack, so a Lua error leaks nothing; the strings
+ * are anchored in a table left on the stack above it). */
 static const char **string_array(lua_State *L, int idx, int n, const char *what) {
   const char **v = lua_newuserdatauv(L, sizeof *v * (size_t)(n ? n : 1), 0);
+  lua_createtable(L, n, 0);
+  int anchor = lua_gettop(L);
   for (int i = 0; i < n; i++) {
     size_t len;
-    lua_geti(L, idx, i + 1);
+    geti_anchored(L, idx, i + 1, anchor);
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_error(L, "torch.save: %s %d must be a string, got %s", what, i + 1, luaL_typename(L, -1));
     v[i] = lua_tolstring(L, -1, &len);
     if (strlen(v[i]) != len) luaL_error(L, "torch.save: %s '%s' contains a NUL byte", what, v[i]);
-    lua_pop(L, 1); /* the table keeps the string alive */
+    lua_pop(L, 1);
   }
   return v;
 }
 
 /* torch._save(path, names, tensors [, metadata]) */
 int gsL_serialize_save(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  size_t plen;
+  const char *path = luaL_checklstring(L, 1, &plen);
+  if (strlen(path) != plen) return luaL_error(L, "torch.save: the path contains a NUL byte");
   luaL_checktype(L, 2, LUA_TTABLE);
   luaL_checktype(L, 3, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 2);
@@ -174,8 +193,10 @@ int gsL_serialize_save(lua_State *L) {
   if (n < 0 || n > INT_MAX / 2) return luaL_error(L, "torch.save: too many tensors");
   const char **names = string_array(L, 2, (int)n, "tensor name");
   gs_tensor **ts = lua_newuserdatauv(L, sizeof *ts * (size_t)(n ? n : 1), 0);
+  lua_createtable(L, (int)n, 0);
+  int anchor = lua_gettop(L);
   for (int i = 0; i < n; i++) {
-    lua_geti(L, 3, i + 1);
+    geti_anchored(L, 3, i + 1, anchor);
     ts[i] = gsL_testtensor(L, -1);
     if (!ts[i]) return luaL_error(L, "torch.save: '%s' is not a tensor", names[i]);
     lua_pop(L, 1);
@@ -205,6 +226,27 @@ int gsL_serialize_save(lua_State *L) {
   return 0;
 }
 
+/* torch._save_text(path, text): the shell's files (--notebook --md,
+ * --check --update) saved as torch.save saves, gs_file.h. Returns true,
+ * or nil and the message. */
+static int l_save_text(lua_State *L) {
+  size_t plen, n;
+  const char *path = luaL_checklstring(L, 1, &plen);
+  const char *text = luaL_checklstring(L, 2, &n);
+  if (strlen(path) != plen) {
+    lua_pushnil(L);
+    lua_pushstring(L, "cannot save: the path contains a NUL byte");
+    return 2;
+  }
+  if (gs_save_file(path, text, n) != GS_OK) {
+    lua_pushnil(L);
+    lua_pushstring(L, gs_last_error());
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int l_resolve_device(lua_State *L) {
   gs_device d;
   gsL_check(L, gs_device_resolve(gsL_checkdevice(L, 1), &d));
@@ -228,6 +270,7 @@ void gsL_open_serialize(lua_State *L) {
   lua_pop(L, 1);
   static const luaL_Reg fns[] = {
     {"_save", gsL_serialize_save}, {"_load", gsL_serialize_load}, {"_resolve_device", l_resolve_device},
+    {"_save_text", l_save_text},
     {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }
