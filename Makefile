@@ -4,6 +4,11 @@
 #   make CUDA=0        CPU-only build even when nvcc is present
 #   make SANITIZE=1    AddressSanitizer + UBSan build in build-san/
 #   make WERROR=1      warnings are errors (CI)
+#   make fuzz          builds and runs the safetensors fuzzer (fuzz/run.sh;
+#                      FUZZ_SECONDS=60 FUZZ_JOBS=1)
+# CFLAGS, CPPFLAGS and LDFLAGS given on the command line are added after
+# the build's own flags (so `make CFLAGS=-O0` lowers the optimisation but
+# keeps the includes and warnings).
 
 CC      ?= cc
 CUDA_HOME ?= /usr/local/cuda
@@ -15,28 +20,31 @@ WERROR  ?= 0
 BUILD   := $(if $(filter 1,$(SANITIZE)),build-san,build)
 LUA_INC := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 
-CFLAGS  := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unused-parameter \
-           -Wshadow -Wstrict-prototypes $(LUA_INC) -Isrc -I$(BUILD)/gen
+# The flags the build needs; the user's CFLAGS come after them.
+GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unused-parameter \
+             -Wshadow -Wstrict-prototypes $(LUA_INC) -Isrc
 LDLIBS  := -lopenblas -lm -lpthread
 ifeq ($(WERROR),1)
-  CFLAGS += -Werror
+  GS_CFLAGS += -Werror
 endif
 ifeq ($(SANITIZE),1)
-  CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  GS_CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LDLIBS += -fsanitize=address,undefined
   CUDA := 0
 endif
 
 ENGINE_SRCS := $(filter-out src/main.c src/repl%.c,$(wildcard src/*.c))
 SHELL_SRCS  := $(wildcard src/main.c src/repl*.c)
-LUA_SRCS    := $(shell find lua -name '*.lua' | sort)
-ENGINE_OBJS := $(ENGINE_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/lua_embedded.o
-SHELL_OBJS  := $(SHELL_SRCS:src/%.c=$(BUILD)/obj/%.o)
+# lua/torch/ is the library (torch.so and gshell); lua/gshell/ the shell (gshell only).
+TORCH_LUA   := $(shell find lua/torch -name '*.lua' | sort)
+SHELL_LUA   := $(shell find lua/gshell -name '*.lua' | sort)
+ENGINE_OBJS := $(ENGINE_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/lua_torch_modules.o
+SHELL_OBJS  := $(SHELL_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/lua_shell_modules.o
 
 ifeq ($(CUDA),1)
   CU_SRCS   := $(wildcard kernels/*.cu)
   CU_OBJS   := $(CU_SRCS:kernels/%.cu=$(BUILD)/cu/%.o)
-  CFLAGS    += -DGS_HAVE_CUDA -I$(CUDA_HOME)/include
+  GS_CFLAGS += -DGS_HAVE_CUDA -I$(CUDA_HOME)/include
   # A fat binary: the machine that builds may have no GPU (no -arch=native).
   # CUDA 13 dropped sm_70 (Volta): its oldest target is sm_75.
   NVCC_MAJOR := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
@@ -53,42 +61,46 @@ ifeq ($(CUDA),1)
   ENGINE_OBJS += $(CU_OBJS)
 endif
 
-.PHONY: all deps test bench clean gpu-bundle
+.PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build
 all: deps $(BUILD)/gshell $(BUILD)/torch.so
 
 deps:
 	@sh tools/install-deps.sh
 
+ALL_CFLAGS := $(GS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+
 $(BUILD)/gshell: $(ENGINE_OBJS) $(SHELL_OBJS)
-	$(CC) -o $@ $^ -llua5.4 -lreadline $(LDLIBS) -Wl,-E
+	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS) -Wl,-E
 
 # The module for stock lua5.4: the host interpreter provides Lua's symbols.
-$(BUILD)/torch.so: $(ENGINE_OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# It exports luaopen_torch and nothing else (tools/torch.map).
+$(BUILD)/torch.so: $(ENGINE_OBJS) tools/torch.map
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=tools/torch.map -o $@ $(ENGINE_OBJS) $(LDLIBS)
 
 # Objects are rebuilt when the flags change (CUDA on/off, WERROR, ...).
-FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(CFLAGS) $(NVFLAGS)' | md5sum | cut -c1-10)
+FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(ALL_CFLAGS) $(NVFLAGS)' | md5sum | cut -c1-10)
 $(FLAGS_STAMP): | $(BUILD)/gen
 	rm -f $(BUILD)/gen/flags-*; touch $@
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)/obj $(BUILD)/gen/lua_embedded.h
-	$(CC) $(CFLAGS) -c -o $@ $<
+# -MMD -MP: each object lists the headers it included in a .d file beside it.
+$(BUILD)/obj/%.o: src/%.c $(FLAGS_STAMP) | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/cu/%.o: kernels/%.cu $(wildcard kernels/*.cuh) $(wildcard src/*.h) $(FLAGS_STAMP) | $(BUILD)/cu
-	$(NVCC) $(NVFLAGS) -c -o $@ $<
+$(BUILD)/cu/%.o: kernels/%.cu $(FLAGS_STAMP) | $(BUILD)/cu
+	$(NVCC) $(NVFLAGS) -MMD -MP -c -o $@ $<
 
-# The Lua library is compiled into the binary: gshell needs no files beside it.
-# One run writes both files; the header follows the .c (safe under -j).
-$(BUILD)/gen/lua_embedded.c: $(LUA_SRCS) tools/embed_lua.sh | $(BUILD)/gen
-	sh tools/embed_lua.sh $(BUILD)/gen $(LUA_SRCS)
-$(BUILD)/gen/lua_embedded.h: $(BUILD)/gen/lua_embedded.c
-	@test -f $@
-
-$(BUILD)/obj/lua_embedded.o: $(BUILD)/gen/lua_embedded.c
-	$(CC) $(CFLAGS) -c -o $@ $<
+# The Lua sources are compiled into the binaries: no files needed beside them.
+$(BUILD)/gen/lua_torch_modules.c: $(TORCH_LUA) tools/embed_lua.sh | $(BUILD)/gen
+	sh tools/embed_lua.sh $@ gs_torch_modules $(TORCH_LUA)
+$(BUILD)/gen/lua_shell_modules.c: $(SHELL_LUA) tools/embed_lua.sh | $(BUILD)/gen
+	sh tools/embed_lua.sh $@ gs_shell_modules $(SHELL_LUA)
+$(BUILD)/obj/lua_%_modules.o: $(BUILD)/gen/lua_%_modules.c $(FLAGS_STAMP) | $(BUILD)/obj
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/obj $(BUILD)/cu $(BUILD)/gen:
 	mkdir -p $@
+
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
 
 test: all
 	@sh tools/install-deps.sh --test
@@ -99,7 +111,32 @@ bench: all
 	@sh bench/run.sh $(BUILD)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
+
+# `make fuzz`: the safetensors loader under libFuzzer + ASan + UBSan (clang),
+# built in build-fuzz/ from the engine sources (no Lua bindings, no shell,
+# no CUDA) by `make fuzz-build`, which fuzz/run.sh calls before running it
+# (the script says where crashes go).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 1
+FUZZ_DIR     := build-fuzz
+FUZZ_CFLAGS  := -g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=undefined -Isrc $(LUA_INC) $(CPPFLAGS) $(CFLAGS)
+FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(filter-out src/lua_%.c,$(ENGINE_SRCS)))
+
+fuzz:
+	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS)
+fuzz-build:
+	@sh tools/install-deps.sh clang libclang-rt-dev
+	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz
+$(FUZZ_DIR)/safetensors_fuzz: fuzz/safetensors_fuzz.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lm -lpthread
+$(FUZZ_DIR)/obj/%.o: src/%.c | $(FUZZ_DIR)/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+$(FUZZ_DIR)/obj:
+	mkdir -p $@
+-include $(wildcard $(FUZZ_DIR)/obj/*.d)
 
 # `make gpu-bundle`: a self-contained gshell for a GPU machine that may
 # lack this one's packages, with the CUDA check script, in

@@ -280,7 +280,7 @@ describe("gshell cell rewriting", function()
 
   it("rewrites only top-level locals, keeping newlines, and the result compiles", function()
     local out = inside([=[
-      local S = require "torch.shell.session"
+      local S = require "gshell.session"
       local cases = {
         "local a = {f = function() local b = 1 return b end}",
         "local s = [[local z = 1]] local w = 'local'",
@@ -316,7 +316,7 @@ describe("gshell cell rewriting", function()
 
   it("returns the last statement only when it starts a new expression", function()
     local out = inside([[
-      local S = require "torch.shell.session"
+      local S = require "gshell.session"
       print(S.return_last("x = 1\ny"))
       print(S.return_last("x = a\n-b"))
       print(S.return_last("f(a,\n  b)"))

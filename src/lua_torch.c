@@ -21,14 +21,16 @@ static void collect_on_oom(void) {
   if (main_state) lua_gc(main_state, LUA_GCCOLLECT);
 }
 
-/* package.searchers entry: finds modules compiled into the binary. */
+/* package.searchers entry over the module array in upvalue 1. */
 static int embedded_searcher(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
+  const gs_embedded_module *mods = lua_touserdata(L, lua_upvalueindex(1));
   /* "torch" itself is the C module; its Lua half is run by luaopen_torch */
   if (strcmp(name, "torch") == 0) { lua_pushliteral(L, "torch is the C module"); return 1; }
-  for (const gs_embedded_module *m = gs_embedded_modules; m->name; m++) {
+  for (const gs_embedded_module *m = mods; m->name; m++) {
     if (strcmp(m->name, name) != 0) continue;
-    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK) return lua_error(L);
+    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK)
+      return luaL_error(L, "error loading embedded module '%s':\n\t%s", name, lua_tostring(L, -1));
     lua_pushstring(L, m->chunkname + 1);
     return 2;
   }
@@ -36,12 +38,17 @@ static int embedded_searcher(lua_State *L) {
   return 1;
 }
 
+void gsL_push_embedded_searcher(lua_State *L, const gs_embedded_module *mods) {
+  lua_pushlightuserdata(L, (void *)mods);
+  lua_pushcclosure(L, embedded_searcher, 1);
+}
+
 static void install_searcher(lua_State *L) {
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchers");
   lua_Integer n = luaL_len(L, -1);
   for (lua_Integer i = n; i >= 2; i--) { lua_geti(L, -1, i); lua_seti(L, -2, i + 1); }
-  lua_pushcfunction(L, embedded_searcher);
+  gsL_push_embedded_searcher(L, gs_torch_modules);
   lua_seti(L, -2, 2); /* right after preload */
   lua_pop(L, 2);
 }
@@ -93,7 +100,7 @@ int luaopen_torch(lua_State *L) {
   lua_setfield(L, -2, "__version__");
   install_searcher(L);
   /* lua/torch/init.lua receives the table and completes it */
-  for (const gs_embedded_module *m = gs_embedded_modules; m->name; m++) {
+  for (const gs_embedded_module *m = gs_torch_modules; m->name; m++) {
     if (strcmp(m->name, "torch") != 0) continue;
     if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK) return lua_error(L);
     lua_pushvalue(L, -2);

@@ -117,7 +117,7 @@ static int open_torch(lua_State *L) {
 
 /* help(...) loads the shell's help module on first use. */
 static const char help_stub[] =
-  "help = function(...) return require('torch.shell.help').help(...) end";
+  "help = function(...) return require('gshell.help').help(...) end";
 
 /* Calls a Lua function of a shell module with string arguments; returns
  * its integer result as an exit status (1 on error). */
@@ -149,7 +149,7 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
       const char *code = argv[++i];
       if (o->interactive || o->repl_stdin) {
         lua_getglobal(L, "require");
-        lua_pushliteral(L, "torch.shell.repl");
+        lua_pushliteral(L, "gshell.repl");
         st = gsR_docall(L, 1, 1);
         if (st == LUA_OK) {
           lua_getfield(L, -1, "run_string");
@@ -183,7 +183,7 @@ static int run_script(lua_State *L, int argc, char **argv, const options *o) {
   int nargs = argc - o->script - 1, st;
   if (o->interactive || o->repl_stdin) {
     lua_getglobal(L, "require");
-    lua_pushliteral(L, "torch.shell.repl");
+    lua_pushliteral(L, "gshell.repl");
     st = gsR_docall(L, 1, 1);
     if (st == LUA_OK) {
       lua_getfield(L, -1, "run_script");
@@ -207,7 +207,7 @@ static int run_script(lua_State *L, int argc, char **argv, const options *o) {
 
 static int print_banner(lua_State *L) {
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "torch.shell.repl");
+  lua_pushliteral(L, "gshell.repl");
   int st = gsR_docall(L, 1, 1);
   if (st == LUA_OK) {
     lua_getfield(L, -1, "banner");
@@ -264,10 +264,10 @@ int main(int argc, char **argv) {
   if (o.version) printf("gshell %s (%s)\n", GS_VERSION, LUA_RELEASE);
   if (o.notebook) {
     const char *args[] = {o.notebook, o.md};
-    status = call_shell(L, "torch.shell.notebook", "run", 2, args);
+    status = call_shell(L, "gshell.notebook", "run", 2, args);
   } else if (o.check) {
     const char *args[] = {o.check, o.update ? "update" : NULL};
-    status = call_shell(L, "torch.shell.check", "run", 2, args);
+    status = call_shell(L, "gshell.check", "run", 2, args);
   } else {
     status = run_e_and_l(L, argc, argv, &o);
     if (o.script && (status == 0 || o.interactive)) status |= run_script(L, argc, argv, &o);

@@ -1,11 +1,11 @@
 /* repl.c: the interactive prompt. Reads lines (readline on a terminal,
  * plain stdin otherwise), joins unfinished statements, and hands the text
- * to the Lua side (torch.shell.repl.feed), which compiles, runs and prints.
+ * to the Lua side (gshell.repl.feed), which compiles, runs and prints.
  *
  * Readline is used through its callback interface so that Ctrl-C at the
  * prompt discards the line and shows a fresh prompt (like Python and
  * bash) instead of killing the shell; while code runs, Ctrl-C is armed by
- * gsR_docall to interrupt it. Completion asks torch.shell.complete. History
+ * gsR_docall to interrupt it. Completion asks gshell.complete. History
  * goes to $GSHELL_HISTORY or ~/.gshell_history, multi-line entries kept
  * whole. Bracketed paste is readline's own (on by default since 8.1): a
  * pasted block arrives as one multi-line input and runs as one cell. */
@@ -253,9 +253,9 @@ static int all_blank(const char *s) {
 }
 
 int gsR_repl(lua_State *L, int use_readline, int show_prompts) {
-  /* repl = require "torch.shell.repl"; repl.start() */
+  /* repl = require "gshell.repl"; repl.start() */
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "torch.shell.repl");
+  lua_pushliteral(L, "gshell.repl");
   if (gsR_docall(L, 1, 1) != LUA_OK) {
     gsR_report(L, 1);
     return 1;

@@ -1,7 +1,7 @@
 /* repl.h: the gshell program's C parts, shared by main.c and repl*.c.
  * C does argv, signals, readline and output capture; the shell's logic
  * (compiling cells, printing, magics, notebooks, doc checks) is Lua, in
- * lua/torch/shell/. */
+ * lua/gshell/. */
 #ifndef REPL_H
 #define REPL_H
 
@@ -19,7 +19,7 @@ int gsR_docall(lua_State *L, int narg, int nres);
 /* Prints the error on top of the stack to stderr as "gshell: msg", pops it. */
 void gsR_report(lua_State *L, int status);
 
-/* Registers the C helpers as module "torch.shell.core" (package.preload)
+/* Registers the C helpers as module "gshell.core" (package.preload)
  * and a searcher for the Lua modules compiled into the binary. */
 void gsR_open_core(lua_State *L);
 

@@ -1,6 +1,6 @@
 /* repl_core.c: what the shell needs from C besides readline: protected
  * calls that Ctrl-C can interrupt, error reports, and the small module
- * "torch.shell.core" (a monotonic clock, isatty, capture of everything
+ * "gshell.core" (a monotonic clock, isatty, capture of everything
  * written to stdout, C stdio and child processes included). Also a package
  * searcher for the Lua modules embedded in the binary. */
 #include <errno.h>
@@ -126,7 +126,7 @@ void gsR_report(lua_State *L, int status) {
   lua_pop(L, 1);
 }
 
-/* ---- torch.shell.core ------------------------------------------------ */
+/* ---- gshell.core ---------------------------------------------------- */
 
 static int core_clock(lua_State *L) {
   struct timespec ts;
@@ -227,30 +227,16 @@ static int luaopen_core(lua_State *L) {
 }
 
 /* ---- embedded Lua modules ---------------------------------------------
- * A package searcher over gs_embedded_modules, appended after the stock
- * searchers (and after any the torch module installs), so gshell needs no
- * files beside it. */
-static int embedded_searcher(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  for (const gs_embedded_module *m = gs_embedded_modules; m->name; m++) {
-    if (strcmp(m->name, name) != 0) continue;
-    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK)
-      return luaL_error(L, "error loading embedded module '%s':\n\t%s", name, lua_tostring(L, -1));
-    lua_pushstring(L, m->chunkname + 1);
-    return 2;
-  }
-  lua_pushfstring(L, "no embedded module '%s'", name);
-  return 1;
-}
-
+ * The shell's modules (lua/gshell/) are searched after the stock searchers
+ * (and after the one torch installs), so gshell needs no files beside it. */
 void gsR_open_core(lua_State *L) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, luaopen_core);
-  lua_setfield(L, -2, "torch.shell.core");
+  lua_setfield(L, -2, "gshell.core");
   lua_pop(L, 1);
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "searchers");
-  lua_pushcfunction(L, embedded_searcher);
+  gsL_push_embedded_searcher(L, gs_shell_modules);
   lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
   lua_pop(L, 2);
 }

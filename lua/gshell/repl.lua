@@ -1,4 +1,4 @@
--- torch.shell.repl: what the C prompt loop (src/repl.c) calls.
+-- gshell.repl: what the C prompt loop (src/repl.c) calls.
 --
 --   repl.start()           creates the session (once) and returns it
 --   repl.feed(text)        runs what was typed so far: "more" when the
@@ -8,7 +8,7 @@
 --   repl.run_script(path, chunk_args) and repl.run_string(code, name):
 --                          for `gshell -i`, run inside the session so the
 --                          script's top-level locals stay visible afterwards
-local Session = require "torch.shell.session"
+local Session = require "gshell.session"
 
 local M = {}
 local session
@@ -31,7 +31,7 @@ function M.feed(text)
 end
 
 function M.complete(word)
-  local ok, list = pcall(require("torch.shell.complete").complete, M.start(), word)
+  local ok, list = pcall(require("gshell.complete").complete, M.start(), word)
   if ok then return list end
   return {}
 end
@@ -65,8 +65,8 @@ end
 -- The greeting: version, Lua, and the devices, saying plainly whether the
 -- CUDA devices are real or simulated.
 function M.banner()
-  local core = require "torch.shell.core"
-  local magics = require "torch.shell.magics"
+  local core = require "gshell.core"
+  local magics = require "gshell.magics"
   local devs = magics.cuda_devices()
   local lines = {}
   local head = string.format("gshell %s (%s)", core.version, core.lua_release)

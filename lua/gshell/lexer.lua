@@ -1,4 +1,4 @@
--- torch.shell.lexer: a small Lua 5.4 tokenizer for the shell.
+-- gshell.lexer: a small Lua 5.4 tokenizer for the shell.
 --
 -- The shell rewrites code typed at the prompt (top-level `local`s, a trailing
 -- `;`, magic lines inside cells) and decides where a cell's last statement

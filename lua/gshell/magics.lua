@@ -1,4 +1,4 @@
--- torch.shell.magics: the shell's own commands, typed on a line of their own.
+-- gshell.magics: the shell's own commands, typed on a line of their own.
 --
 --   %time stmt         run once, print wall and CPU time (devices synchronised)
 --   %timeit [-n N] [-r R] stmt
@@ -10,9 +10,8 @@
 --   %magic             this list
 --   !cmd               run cmd with the system shell
 --   ?name, name?       help on name (also help(obj))
-local pretty = require "torch.shell.pretty"
-local ok_core, core = pcall(require, "torch.shell.core")
-if not ok_core then core = nil end
+local pretty = require "gshell.pretty"
+local core = require "gshell.core"
 
 local M = {}
 local magics = {}
@@ -22,13 +21,8 @@ local function torch_mod()
   return package.loaded.torch or rawget(_G, "torch")
 end
 
--- A monotonic clock: torch.clock when the engine has it.
-local function clock()
-  local t = torch_mod()
-  if t and type(t.clock) == "function" then return t.clock() end
-  if core then return core.clock() end
-  return os.clock()
-end
+-- A monotonic wall clock (seconds).
+local clock = core.clock
 M.clock = clock
 
 -- Waits for queued device work, so timings measure work done, not queued.
@@ -307,7 +301,7 @@ function M.run(session, line)
   end
   if c == "?" or line:sub(-1) == "?" then
     local name = line:gsub("^%?+", ""):gsub("%?+$", "")
-    require("torch.shell.help").help_name(session, name)
+    require("gshell.help").help_name(session, name)
     return
   end
   local name, rest = line:match("^%%%%?([%a_][%w_]*)%s*(.*)$")

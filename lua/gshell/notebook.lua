@@ -1,4 +1,4 @@
--- torch.shell.notebook: `gshell --notebook file.lua [--md out.md]`.
+-- gshell.notebook: `gshell --notebook file.lua [--md out.md]`.
 --
 -- The file is split into cells at lines beginning `-- %%` (jupytext's
 -- "percent" format for Lua; `-- %% [markdown]` starts a Markdown cell whose
@@ -15,7 +15,7 @@
 -- later with `gshell --check`. Errors are shown (positions read
 -- "In[3]:2:", line 2 of cell 3, as --check also numbers them) and the run
 -- goes on; the exit status is 1 when any cell failed.
-local Session = require "torch.shell.session"
+local Session = require "gshell.session"
 
 local M = {}
 

@@ -1,4 +1,4 @@
--- torch.shell.docs: one-line help for the API (what help() and ?name show).
+-- gshell.docs: one-line help for the API (what help() and ?name show).
 --
 -- Keys are dotted names: "torch.ones", "Tensor.sum" (a tensor method, also
 -- reached as x:sum, x.sum and torch.sum), "nn.Linear", "torch.cuda.synchronize".

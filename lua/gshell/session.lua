@@ -1,4 +1,4 @@
--- torch.shell.session: one interactive namespace and how code runs in it.
+-- gshell.session: one interactive namespace and how code runs in it.
 --
 -- Everything typed at the prompt, a notebook cell or a ```lua block of a
 -- checked document is a "cell", compiled here with the environment `env`:
@@ -19,10 +19,9 @@
 --   * A trailing `;` runs the cell but shows nothing.
 --   * Lines starting with `%`, `!` or `?` (or ending in `?`) are shell
 --     commands: they become calls __gshell_magic("<line>") (see magics.lua).
-local lexer = require "torch.shell.lexer"
-local pretty = require "torch.shell.pretty"
-local ok_core, core = pcall(require, "torch.shell.core")
-if not ok_core then core = nil end
+local lexer = require "gshell.lexer"
+local pretty = require "gshell.pretty"
+local core = require "gshell.core"
 
 local M = {}
 local Session = {}
@@ -216,7 +215,7 @@ end
 -- ---- the session -------------------------------------------------------------
 
 -- Creates a session. opts.err(msg): where error messages go (default
--- stderr); opts.magics: the magics table (default torch.shell.magics).
+-- stderr); opts.magics: the magics table (default gshell.magics).
 -- The whole text of a file the shell was asked to run, or nil after
 -- printing "gshell: cannot open PATH: why" (--check and --notebook).
 function M.read_input(path)
@@ -278,8 +277,8 @@ function M.new(opts)
     self.last_traceback = debug.traceback(msg, 2)
     return msg
   end
-  if core then core.protect_handler(self.handler) end
-  self.magics = opts.magics or require("torch.shell.magics")
+  core.protect_handler(self.handler)
+  self.magics = opts.magics or require("gshell.magics")
   return self
 end
 
@@ -402,7 +401,7 @@ function Session:run_cell(src, opts)
 end
 
 -- Runs a cell with everything it writes to stdout captured (C code and
--- child processes too, when torch.shell.core is there). Returns a table:
+-- child processes too). Returns a table:
 -- output (what the cell printed, errors included, as the prompt shows
 -- them), result (the shown value's text or nil), status ("ok"/"error"),
 -- error (the message or nil). `live`: print as it runs instead, capturing
@@ -417,7 +416,7 @@ function Session:run_captured(src, opts, live)
     r.error = msg
     io.stdout:write(msg, "\n")
   end
-  local capturing = core and not live
+  local capturing = not live
   if capturing then core.capture_begin() end
   local ok, status = pcall(self.run_cell, self, src, o)
   self.err = saved

@@ -1,4 +1,4 @@
--- torch.shell.check: `gshell --check doc.md [--update]`.
+-- gshell.check: `gshell --check doc.md [--update]`.
 --
 -- Runs the ```lua blocks of a Markdown document in one session, in order,
 -- each as if pasted at the prompt (so a block's last expression is shown),
@@ -14,7 +14,7 @@
 -- and the actual text; the exit status is 1 when any block differs.
 -- --update writes the actual output into every expected block that differs
 -- (atomically) instead of failing.
-local Session = require "torch.shell.session"
+local Session = require "gshell.session"
 
 local M = {}
 

@@ -1,4 +1,4 @@
--- torch.shell.complete: tab completion at the prompt.
+-- gshell.complete: tab completion at the prompt.
 --
 -- The word under the cursor is a dotted name, optionally ending in ":":
 -- "pri", "torch.cu", "x:", "net.fc.we". The part before the last "." or

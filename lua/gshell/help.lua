@@ -1,14 +1,14 @@
--- torch.shell.help: help(obj), ?name and name? in the shell.
+-- gshell.help: help(obj), ?name and name? in the shell.
 --
--- Documentation is a table of one-line signatures (torch.shell.docs) keyed
+-- Documentation is a table of one-line signatures (gshell.docs) keyed
 -- by dotted names: "torch.ones", "Tensor.sum", "nn.Linear". A value is
 -- found by name, or by identity: every function reachable from torch, nn,
 -- optim and the tensor metatable is indexed once, so help(x.sum) and
 -- help(torch.cuda.synchronize) find their entries. Without an entry, a
 -- Lua function shows its parameters and where it is defined, a table its
 -- fields, a tensor its shape and methods.
-local docs = require "torch.shell.docs"
-local pretty = require "torch.shell.pretty"
+local docs = require "gshell.docs"
+local pretty = require "gshell.pretty"
 
 local M = {}
 
@@ -155,7 +155,7 @@ function M.help(...)
   local v = ...
   if select("#", ...) == 0 then
     local lines = { general }
-    for _, s in ipairs(require("torch.shell.magics").summary) do
+    for _, s in ipairs(require("gshell.magics").summary) do
       lines[#lines + 1] = string.format("  %-28s %s", s[1], s[2])
     end
     lines[#lines + 1] = "Ctrl-C interrupts running code, Ctrl-D leaves. Docs: docs/shell.md"

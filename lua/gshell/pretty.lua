@@ -1,4 +1,4 @@
--- torch.shell.pretty: how the shell shows values.
+-- gshell.pretty: how the shell shows values.
 --
 -- Values with a __tostring metamethod (tensors, devices, dtypes, sizes,
 -- modules) show as tostring gives them. Plain tables are shown as Lua
