@@ -70,10 +70,22 @@ gs_status gs_detach(const gs_tensor *x, gs_tensor **out) {
   return *out ? GS_OK : gs_error_code(GS_ERR_OOM, "out of host memory");
 }
 
+/* The leaf a chain of views was taken from, or NULL when x is not a view
+ * (of a view ...) of a leaf. */
+static const gs_tensor *viewed_leaf(const gs_node *n) {
+  while (n && n->is_view) {
+    if (n->next_leaf[0]) return n->next_leaf[0];
+    n = n->next_fn[0];
+  }
+  return NULL;
+}
+
 gs_status gs_ag_check_inplace(const gs_tensor *x) {
   if (!gs_grad_enabled) return GS_OK;
   if (x->requires_grad && !x->grad_fn)
     return gs_error("a leaf Variable that requires grad is being used in an in-place operation.");
+  if (viewed_leaf(x->grad_fn))
+    return gs_error("a view of a leaf Variable that requires grad is being used in an in-place operation.");
   if (x->grad_fn)
     return gs_error("in-place operations on a tensor that is part of an autograd graph are not supported; "
                     "use the out-of-place form (e.g. x = x + y instead of x:add_(y))");

@@ -32,6 +32,7 @@ struct gs_node {
   int64_t ints[GS_MAX_DIMS];
   int nints;
   bool released;                        /* saved tensors freed by a backward */
+  bool is_view;                         /* the output shares the input's storage */
   unsigned mark;                        /* visit epoch of the current backward */
   /* backward pass bookkeeping */
   gs_tensor *acc;
@@ -69,10 +70,50 @@ gs_status gs_ag_norm(gs_tensor *x, double p, gs_tensor **out);
 gs_status gs_ag_extremum(gs_tensor *x, bool is_max, int dim, bool keepdim, gs_tensor **values, gs_tensor **indices);
 gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out); /* target 0-based int64 */
 
-/* Views: y was made from x by a view op; record how to route grads back.
- * kind: "view", "t", "transpose", "permute", "unsqueeze", "squeeze",
- * "select", "slice", "expand"; ints carry the op's parameters. */
-gs_status gs_ag_record_view(const char *kind, gs_tensor *x, gs_tensor *y, const int64_t *ints, int nints);
+/* ---- views: the engine's view ops (gs_op_view.c), then a node routing
+ * the gradient back to the input (gs_autograd_views.c) ---- */
+gs_status gs_ag_view(gs_tensor *x, int ndim, const int64_t *shape, bool reshape, gs_tensor **out);
+gs_status gs_ag_flatten(gs_tensor *x, int start, int end, gs_tensor **out);
+gs_status gs_ag_unsqueeze(gs_tensor *x, int dim, gs_tensor **out);
+gs_status gs_ag_squeeze(gs_tensor *x, int dim, gs_tensor **out);
+gs_status gs_ag_t(gs_tensor *x, gs_tensor **out);
+gs_status gs_ag_transpose(gs_tensor *x, int d0, int d1, gs_tensor **out);
+gs_status gs_ag_permute(gs_tensor *x, int ndims, const int *dims, gs_tensor **out);
+gs_status gs_ag_expand(gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
+gs_status gs_ag_select(gs_tensor *x, int dim, int64_t index, gs_tensor **out);
+gs_status gs_ag_narrow(gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out);
+gs_status gs_ag_slice(gs_tensor *x, int dim, int64_t start, int64_t end, int64_t step, gs_tensor **out);
+
+/* x[{...}]: one entry per leading dim of x, each an element position
+ * (dropping the dim) or a range start:end:step (already clamped, kept).
+ * Applied in order; messages name the dims of x as the user counts them.
+ * n > x->ndim is refused before any entry is read. */
+typedef struct { bool range; int64_t pos, start, end, step; } gs_index_entry;
+gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **out);
+
+/* x.index_select(dim, idx) (idx 0-based); refused while x requires grad */
+gs_status gs_ag_index_select(gs_tensor *x, int dim, const gs_tensor *idx, gs_tensor **out);
+
+/* ---- in-place ops on tensors the user holds: the guard
+ * (gs_ag_check_inplace), then the engine's in-place op
+ * (gs_autograd_inplace.c) ---- */
+gs_status gs_ag_unary_(gs_unary_op op, gs_tensor *x, const double *args);
+gs_status gs_ag_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b);
+gs_status gs_ag_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s);
+gs_status gs_ag_fill_(gs_tensor *x, gs_scalar v);
+gs_status gs_ag_fill_tensor_(gs_tensor *x, const gs_tensor *v);
+gs_status gs_ag_copy_(gs_tensor *dst, const gs_tensor *src);
+gs_status gs_ag_uniform_(gs_tensor *x, double lo, double hi);
+gs_status gs_ag_normal_(gs_tensor *x, double mean, double std);
+
+/* ---- a leaf's autograd flags ---- */
+/* x.requires_grad = on: only floating leaves may turn it on, and only
+ * leaves may change it. */
+gs_status gs_ag_set_requires_grad(gs_tensor *x, bool on);
+/* x:detach_(): x leaves the graph in place. */
+gs_status gs_ag_detach_(gs_tensor *x);
+/* nn.Parameter(x): a floating leaf, marked as a parameter. */
+gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad);
 
 /* Reduces g (broadcast shape) to shape by summing broadcast dims. */
 gs_status gs_sum_to(const gs_tensor *g, int ndim, const int64_t *shape, gs_tensor **out);

@@ -27,39 +27,128 @@ static gs_status scatter_into_zeros(gs_node *n, gs_tensor *g, gs_tensor **gr, bo
   return s;
 }
 
-static gs_status bw_view(gs_node *n, gs_tensor *g, gs_tensor **gr) {
-  const char *name = n->name;
-  if (strcmp(name, "SelectBackward0") == 0) return scatter_into_zeros(n, g, gr, true);
-  if (strcmp(name, "SliceBackward0") == 0) return scatter_into_zeros(n, g, gr, false);
-  if (strcmp(name, "ExpandBackward0") == 0) return gs_sum_to(g, n->in_ndim[0], n->in_shape[0], gr);
-  if (strcmp(name, "PermuteBackward0") == 0) {
-    int inv[GS_MAX_DIMS];
-    for (int i = 0; i < n->nints; i++) inv[n->ints[i]] = i;
-    return gs_permute(g, inv, gr);
-  }
-  if (strcmp(name, "TransposeBackward0") == 0 || strcmp(name, "TBackward0") == 0)
-    return gs_transpose(g, (int)n->ints[0], (int)n->ints[1], gr);
-  /* view, reshape, unsqueeze, squeeze, flatten: back to the input's shape */
+/* One backward per kind of view, chosen when the view is recorded. */
+static gs_status bw_select(gs_node *n, gs_tensor *g, gs_tensor **gr) { return scatter_into_zeros(n, g, gr, true); }
+static gs_status bw_slice(gs_node *n, gs_tensor *g, gs_tensor **gr) { return scatter_into_zeros(n, g, gr, false); }
+static gs_status bw_expand(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  return gs_sum_to(g, n->in_ndim[0], n->in_shape[0], gr);
+}
+static gs_status bw_permute(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  int inv[GS_MAX_DIMS];
+  for (int i = 0; i < n->nints; i++) inv[n->ints[i]] = i;
+  return gs_permute(g, n->nints, inv, gr);
+}
+static gs_status bw_transpose(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  return gs_transpose(g, (int)n->ints[0], (int)n->ints[1], gr);
+}
+/* view, reshape, unsqueeze, squeeze, flatten: back to the input's shape */
+static gs_status bw_reshape(gs_node *n, gs_tensor *g, gs_tensor **gr) {
   return gs_reshape(g, n->in_ndim[0], n->in_shape[0], gr);
 }
 
-gs_status gs_ag_record_view(const char *kind, gs_tensor *x, gs_tensor *y, const int64_t *ints, int nints) {
+/* Finishes a view op: y (made from x, status s) gets a node routing grads
+ * back through `bw`, with the op's parameters in ints. On failure y is
+ * released and *out left NULL. */
+static gs_status record_view(gs_status s, gs_tensor *x, gs_tensor **out, const char *name, gs_backward_fn bw,
+                             const int64_t *ints, int nints) {
+  if (s != GS_OK) { *out = NULL; return s; }
   if (!gs_grad_enabled || !gs_requires_grad(x)) return GS_OK;
-  static const struct { const char *kind, *name; } names[] = {
-    {"view", "ViewBackward0"}, {"t", "TBackward0"}, {"transpose", "TransposeBackward0"},
-    {"permute", "PermuteBackward0"}, {"unsqueeze", "UnsqueezeBackward0"}, {"squeeze", "SqueezeBackward0"},
-    {"select", "SelectBackward0"}, {"slice", "SliceBackward0"}, {"expand", "ExpandBackward0"},
-    {"reshape", "ViewBackward0"}, {"flatten", "ViewBackward0"}};
-  const char *name = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(names[i].kind, kind) == 0) name = names[i].name;
-  if (!name) return gs_error("internal: unknown view kind '%s'", kind);
-  gs_node *n = gs_node_new(name, bw_view, 1, &x);
+  gs_node *n = gs_node_new(name, bw, 1, &x);
   if (n) {
+    n->is_view = true;
     n->nints = nints;
     if (nints) memcpy(n->ints, ints, sizeof(int64_t) * (size_t)nints);
   }
-  return finish(n, y, GS_OK);
+  s = finish(n, *out, GS_OK);
+  if (s != GS_OK) { REL(*out); *out = NULL; }
+  return s;
+}
+
+gs_status gs_ag_view(gs_tensor *x, int ndim, const int64_t *shape, bool reshape, gs_tensor **out) {
+  gs_status s = reshape ? gs_reshape(x, ndim, shape, out) : gs_view(x, ndim, shape, out);
+  return record_view(s, x, out, "ViewBackward0", bw_reshape, NULL, 0);
+}
+
+gs_status gs_ag_flatten(gs_tensor *x, int start, int end, gs_tensor **out) {
+  return record_view(gs_flatten(x, start, end, out), x, out, "ViewBackward0", bw_reshape, NULL, 0);
+}
+
+gs_status gs_ag_unsqueeze(gs_tensor *x, int dim, gs_tensor **out) {
+  return record_view(gs_unsqueeze(x, dim, out), x, out, "UnsqueezeBackward0", bw_reshape, NULL, 0);
+}
+
+gs_status gs_ag_squeeze(gs_tensor *x, int dim, gs_tensor **out) {
+  return record_view(gs_squeeze(x, dim, out), x, out, "SqueezeBackward0", bw_reshape, NULL, 0);
+}
+
+gs_status gs_ag_t(gs_tensor *x, gs_tensor **out) {
+  int64_t dims[2] = {0, x->ndim > 1 ? 1 : 0};
+  return record_view(gs_t(x, out), x, out, "TBackward0", bw_transpose, dims, 2);
+}
+
+gs_status gs_ag_transpose(gs_tensor *x, int d0, int d1, gs_tensor **out) {
+  int64_t dims[2] = {d0, d1};
+  return record_view(gs_transpose(x, d0, d1, out), x, out, "TransposeBackward0", bw_transpose, dims, 2);
+}
+
+gs_status gs_ag_permute(gs_tensor *x, int ndims, const int *dims, gs_tensor **out) {
+  gs_status s = gs_permute(x, ndims, dims, out);
+  int64_t d64[GS_MAX_DIMS];
+  for (int i = 0; s == GS_OK && i < ndims; i++) d64[i] = dims[i];
+  return record_view(s, x, out, "PermuteBackward0", bw_permute, d64, ndims);
+}
+
+gs_status gs_ag_expand(gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out) {
+  return record_view(gs_expand_to(x, ndim, shape, out), x, out, "ExpandBackward0", bw_expand, NULL, 0);
+}
+
+gs_status gs_ag_select(gs_tensor *x, int dim, int64_t index, gs_tensor **out) {
+  gs_status s = gs_select(x, dim, index, out); /* checks the bounds */
+  int64_t args[2] = {dim, s == GS_OK && index < 0 ? index + x->shape[dim] : index};
+  return record_view(s, x, out, "SelectBackward0", bw_select, args, 2);
+}
+
+gs_status gs_ag_narrow(gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out) {
+  gs_status s = gs_narrow(x, dim, start, len, out); /* checks the bounds */
+  int64_t at = s == GS_OK && start < 0 ? start + x->shape[dim] : start;
+  int64_t args[4] = {dim, at, at + len, 1};
+  return record_view(s, x, out, "SliceBackward0", bw_slice, args, 4);
+}
+
+gs_status gs_ag_slice(gs_tensor *x, int dim, int64_t start, int64_t end, int64_t step, gs_tensor **out) {
+  int64_t args[4] = {dim, start, end, step};
+  return record_view(gs_slice(x, dim, start, end, step, out), x, out, "SliceBackward0", bw_slice, args, 4);
+}
+
+gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **out) {
+  if (n > x->ndim) {
+    if (x->ndim == 0) return gs_error("invalid index of a 0-dim tensor: it has no dimension to index (item() reads its value)");
+    return gs_error("too many indices for tensor of dimension %d (got %d)", x->ndim, n);
+  }
+  gs_tensor *cur = x;
+  gs_tensor_retain(cur);
+  int dim = 0; /* where entry k lands in the (shrinking) view */
+  for (int k = 0; k < n; k++) {
+    gs_tensor *v = NULL;
+    gs_status s;
+    if (e[k].range) {
+      s = gs_ag_slice(cur, dim++, e[k].start, e[k].end, e[k].step, &v);
+    } else {
+      s = gs_check_index(e[k].pos, cur->shape[dim], k); /* names the user's dim k, not the view's */
+      if (s == GS_OK) s = gs_ag_select(cur, dim, e[k].pos, &v);
+    }
+    REL(cur);
+    if (s != GS_OK) return s;
+    cur = v;
+  }
+  *out = cur;
+  return GS_OK;
+}
+
+gs_status gs_ag_index_select(gs_tensor *x, int dim, const gs_tensor *idx, gs_tensor **out) {
+  if (gs_grad_enabled && gs_requires_grad(x))
+    return gs_error("index_select does not support autograd yet: call it on x:detach() or inside torch.no_grad");
+  return gs_index_select(x, dim, idx, out);
 }
 
 /* ---- to / clone ---- */

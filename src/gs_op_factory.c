@@ -13,6 +13,12 @@ gs_status gs_fill_(gs_tensor *x, gs_scalar v) {
   return GS_OK;
 }
 
+gs_status gs_fill_tensor_(gs_tensor *x, const gs_tensor *v) {
+  if (v->ndim != 0)
+    return gs_error("fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", v->ndim);
+  return gs_copy_(x, v);
+}
+
 gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_scalar v, gs_tensor **out) {
   gs_tensor *t;
   GS_TRY(gs_tensor_empty(dev, dt, ndim, shape, &t));

@@ -92,7 +92,15 @@ gs_status gs_transpose(const gs_tensor *x, int d0, int d1, gs_tensor **out) {
   return make_view(x, x->ndim, shape, stride, x->offset, out);
 }
 
-gs_status gs_permute(const gs_tensor *x, const int *dims, gs_tensor **out) {
+gs_status gs_t(const gs_tensor *x, gs_tensor **out) {
+  if (x->ndim > 2) return gs_error("t() expects a tensor with <= 2 dimensions, but self is %dD", x->ndim);
+  return gs_transpose(x, 0, x->ndim > 1 ? 1 : 0, out);
+}
+
+gs_status gs_permute(const gs_tensor *x, int ndims, const int *dims, gs_tensor **out) {
+  if (ndims != x->ndim)
+    return gs_error("permute: number of dimensions in the tensor input does not match the length of the desired "
+                    "ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d", x->ndim, ndims);
   int64_t shape[GS_MAX_DIMS], stride[GS_MAX_DIMS];
   bool seen[GS_MAX_DIMS] = {false};
   for (int i = 0; i < x->ndim; i++) {
@@ -105,17 +113,20 @@ gs_status gs_permute(const gs_tensor *x, const int *dims, gs_tensor **out) {
   return make_view(x, x->ndim, shape, stride, x->offset, out);
 }
 
+/* How the user wrote a position that reached the engine 0-based. */
+static long long user_pos(int64_t i) { return i == GS_INDEX_ZERO ? 0 : i >= 0 ? (long long)i + 1 : (long long)i; }
+
 gs_status gs_narrow(const gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out) {
   if (x->ndim == 0) return gs_error("narrow() cannot be applied to a 0-dim tensor.");
-  int64_t size = x->shape[dim];
-  if (start < 0 || len < 0 || start > size || len > size - start)
+  int64_t size = x->shape[dim], at = start < 0 && start >= -size ? start + size : start;
+  if (at < 0 || len < 0 || at > size || len > size - at)
     return gs_error("narrow: start %lld and length %lld are out of range for dimension %d of size %lld "
-                    "(expected 1 <= start and start + length - 1 <= %lld)",
-                    (long long)start + 1, (long long)len, dim + 1, (long long)size, (long long)size);
+                    "(start must be >= 1, or -%lld to -1 from the end, and start + length - 1 <= %lld)",
+                    user_pos(start), (long long)len, dim + 1, (long long)size, (long long)size, (long long)size);
   int64_t shape[GS_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   shape[dim] = len;
-  return make_view(x, x->ndim, shape, x->stride, x->offset + start * x->stride[dim], out);
+  return make_view(x, x->ndim, shape, x->stride, x->offset + at * x->stride[dim], out);
 }
 
 gs_status gs_slice(const gs_tensor *x, int dim, int64_t start, int64_t end, int64_t step, gs_tensor **out) {
@@ -132,12 +143,18 @@ gs_status gs_slice(const gs_tensor *x, int dim, int64_t start, int64_t end, int6
   return make_view(x, x->ndim, shape, stride, x->offset + (len ? start : 0) * x->stride[dim], out);
 }
 
-gs_status gs_select(const gs_tensor *x, int dim, int64_t index, gs_tensor **out) {
-  if (x->ndim == 0) return gs_error("select() cannot be applied to a 0-dim tensor.");
-  int64_t size = x->shape[dim];
+gs_status gs_check_index(int64_t index, int64_t size, int shown_dim) {
   if (index < -size || index >= size)
     return gs_error("index %lld is out of range for dimension %d of size %lld (expected 1 to %lld, or -%lld to -1)",
-                    (long long)(index >= 0 ? index + 1 : index), dim + 1, (long long)size, (long long)size, (long long)size);
+                    user_pos(index), shown_dim + 1, (long long)size, (long long)size, (long long)size);
+  return GS_OK;
+}
+
+gs_status gs_select(const gs_tensor *x, int dim, int64_t index, gs_tensor **out) {
+  if (x->ndim == 0)
+    return gs_error("select() cannot be applied to a 0-dim tensor: it has no dimension to index (item() reads its value)");
+  int64_t size = x->shape[dim];
+  GS_TRY(gs_check_index(index, size, dim));
   if (index < 0) index += size;
   int64_t shape[GS_MAX_DIMS], stride[GS_MAX_DIMS];
   int n = 0;

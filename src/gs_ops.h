@@ -52,12 +52,20 @@ typedef struct { gs_transfer_count h2d, d2h, d2d; } gs_transfer_stats;
 extern gs_transfer_stats gs_transfers;
 
 /* ---- views (share storage) ---- */
+/* Lua counts positions from 1, so its 0 names no element and has no 0-based
+ * equivalent: bindings pass it as GS_INDEX_ZERO, which every bounds check
+ * rejects and reports as the 0 the user wrote. */
+#define GS_INDEX_ZERO INT64_MIN
 gs_status gs_view(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* one -1 allowed */
 gs_status gs_reshape(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
 gs_status gs_transpose(const gs_tensor *x, int d0, int d1, gs_tensor **out);
-gs_status gs_permute(const gs_tensor *x, const int *dims, gs_tensor **out);
-gs_status gs_narrow(const gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out);
+gs_status gs_t(const gs_tensor *x, gs_tensor **out); /* x must have <= 2 dims */
+gs_status gs_permute(const gs_tensor *x, int ndims, const int *dims, gs_tensor **out); /* ndims must be x's */
+gs_status gs_narrow(const gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out); /* negative start ok */
 gs_status gs_select(const gs_tensor *x, int dim, int64_t index, gs_tensor **out); /* index 0-based, negatives ok */
+/* The one bounds check for an element position (0-based, negatives from the
+ * end) along a dim of `size`; the message names dim shown_dim (0-based). */
+gs_status gs_check_index(int64_t index, int64_t size, int shown_dim);
 gs_status gs_unsqueeze(const gs_tensor *x, int dim, gs_tensor **out);              /* dim in [0, ndim] */
 gs_status gs_squeeze(const gs_tensor *x, int dim, gs_tensor **out);                /* dim < 0: all size-1 dims */
 gs_status gs_expand_to(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* -1 keeps */
@@ -74,6 +82,7 @@ gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double
 gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int64_t n, gs_tensor **out);
 gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **out);
 gs_status gs_fill_(gs_tensor *x, gs_scalar v);
+gs_status gs_fill_tensor_(gs_tensor *x, const gs_tensor *v); /* v must be 0-d */
 
 /* ---- random (Philox, one stream shared by all devices) ---- */
 void gs_manual_seed(uint64_t seed);

@@ -19,22 +19,13 @@ static int m_detach(lua_State *L) {
 }
 
 static int m_detach_(lua_State *L) {
-  gs_tensor *x = gsL_checktensor(L, 1);
-  if (x->grad_fn) { gs_grad_fn_release(x->grad_fn); x->grad_fn = NULL; }
-  x->requires_grad = false;
+  gsL_check(L, gs_ag_detach_(gsL_checktensor(L, 1)));
   lua_settop(L, 1);
   return 1;
 }
 
 static int m_requires_grad_(lua_State *L) {
-  gs_tensor *x = gsL_checktensor(L, 1);
-  bool on = lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2);
-  if (on && !gs_dtype_is_float(x->dtype))
-    return luaL_error(L, "only Tensors of floating point dtype can require gradients (got %s)", gs_dtype_name(x->dtype));
-  if (!on && x->grad_fn)
-    return luaL_error(L, "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                      "variable in a subgraph that doesn't require differentiation use var_no_grad = var:detach().");
-  x->requires_grad = on;
+  gsL_check(L, gs_ag_set_requires_grad(gsL_checktensor(L, 1), lua_isnoneornil(L, 2) || lua_toboolean(L, 2)));
   lua_settop(L, 1);
   return 1;
 }
@@ -91,12 +82,7 @@ static int l_nll_loss(lua_State *L) {
 }
 
 static int l_make_parameter(lua_State *L) {
-  gs_tensor *x = gsL_checktensor(L, 1);
-  if (!gs_dtype_is_float(x->dtype))
-    return luaL_error(L, "nn.Parameter: only floating point tensors can be parameters (got %s)", gs_dtype_name(x->dtype));
-  if (x->grad_fn) return luaL_error(L, "nn.Parameter: expected a leaf tensor; use t:detach() first");
-  x->is_param = true;
-  x->requires_grad = lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2);
+  gsL_check(L, gs_ag_make_parameter(gsL_checktensor(L, 1), lua_isnoneornil(L, 2) || lua_toboolean(L, 2)));
   lua_settop(L, 1);
   return 1;
 }

@@ -55,14 +55,11 @@ static int read_opts(lua_State *L, opts *o, gs_dtype def) {
   return read_opts_on(L, o, def, gsL_default_device());
 }
 
-/* requires_grad on a fresh leaf, with PyTorch's check */
+/* requires_grad on a fresh leaf (the engine refuses non-floating ones) */
 static void finish(lua_State *L, gs_tensor *t, const opts *o) {
-  if (o->requires_grad) {
-    if (!gs_dtype_is_float(t->dtype)) {
-      gs_tensor_release(t);
-      luaL_error(L, "Only Tensors of floating point dtype can require gradients");
-    }
-    t->requires_grad = true;
+  if (o->requires_grad && gs_ag_set_requires_grad(t, true) != GS_OK) {
+    gs_tensor_release(t);
+    gsL_raise(L);
   }
   gsL_pushtensor(L, t);
 }

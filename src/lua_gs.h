@@ -42,6 +42,9 @@ void gsL_pushsize(lua_State *L, int ndim, const int64_t *shape);
 /* A 1-based Lua dim (negatives from the end) to a 0-based engine dim. */
 int gsL_checkdim(lua_State *L, int idx, int ndim);
 int gsL_optdim(lua_State *L, int idx, int ndim, int def);
+/* A 1-based Lua position (negatives from the end) as the engine's 0-based
+ * one; the op checks the bounds (0 becomes GS_INDEX_ZERO). */
+static inline int64_t gsL_pos0(lua_Integer i) { return i > 0 ? i - 1 : i == 0 ? GS_INDEX_ZERO : i; }
 
 /* Options table helpers: field of the table at idx, or nil. */
 bool gsL_optfield(lua_State *L, int idx, const char *name); /* pushes it when present */

@@ -1,6 +1,7 @@
 /* lua_tensor.c: the tensor metatable: life cycle, printing, fields,
  * indexing (x[i], x[{i, {a, b}, {}}]) and assignment, and the Lua
  * operators. Methods live in lua_tensor_methods.c. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gs_autograd.h"
@@ -33,76 +34,50 @@ static int t_len(lua_State *L) {
 
 /* ---- indexing ---- */
 
-/* A 1-based position (negatives from the end) along a dim of `size`. */
-static int64_t check_pos(lua_State *L, lua_Integer i, int dim, int64_t size) {
-  if (i == 0 || i > size || i < -size)
-    luaL_error(L, "index %d is out of bounds for dimension %d with size %d (valid: 1 to %d, or -%d to -1)",
-               (int)i, dim + 1, (int)size, (int)size, (int)size);
-  return i > 0 ? i - 1 : size + i;
-}
-
-/* Applies an index spec (integer or table of per-dim entries) and returns
- * the view it denotes, with one reference owned by the caller. */
+/* Reads an index spec (integer or table of per-dim entries) into entries
+ * for gs_ag_index and returns the view it denotes, with one reference
+ * owned by the caller. */
 static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
-  /* every check that can raise comes before the first reference is taken */
+  gs_index_entry e[GS_MAX_DIMS];
+  int n = 0;
+  gs_tensor *v;
   if (lua_isinteger(L, kidx)) {
-    if (x->ndim == 0) luaL_error(L, "invalid index of a 0-dim tensor");
-    int64_t i = check_pos(L, lua_tointeger(L, kidx), 0, x->shape[0]);
-    gs_tensor *v;
-    gs_status s = gs_select(x, 0, i, &v);
-    int64_t args[2] = {0, i};
-    if (s == GS_OK) s = gs_ag_record_view("select", x, v, args, 2);
-    if (s != GS_OK && v) gs_tensor_release(v);
-    gsL_check(L, s);
+    e[n++] = (gs_index_entry){.pos = gsL_pos0(lua_tointeger(L, kidx))};
+    gsL_check(L, gs_ag_index(x, n, e, &v));
     return v;
   }
   if (!lua_istable(L, kidx))
     luaL_error(L, "invalid index: expected an integer or a table like {i, {a, b}, {}}, got %s", luaL_typename(L, kidx));
-  lua_Integer n = luaL_len(L, kidx);
-  if (n > x->ndim) luaL_error(L, "too many indices for tensor of dimension %d (got %d)", x->ndim, (int)n);
-  gs_tensor *cur = x;
-  gs_tensor_retain(cur);
-  int dim = 0; /* current dim in the (shrinking) view */
-  for (lua_Integer k = 1; k <= n; k++) {
+  lua_Integer len = luaL_len(L, kidx);
+  if (len > x->ndim) { /* the engine refuses it before reading any entry */
+    gsL_check(L, gs_ag_index(x, len > INT_MAX ? INT_MAX : (int)len, e, &v));
+  }
+  int dim = 0; /* the entry's dim in x */
+  for (lua_Integer k = 1; k <= len; k++, n++) {
     lua_geti(L, kidx, k);
-    gs_tensor *v = NULL;
-    gs_status s = GS_OK;
     if (lua_isinteger(L, -1)) {
-      lua_Integer i = lua_tointeger(L, -1);
-      int64_t size = cur->shape[dim];
-      if (i == 0 || i > size || i < -size) { gs_tensor_release(cur); check_pos(L, i, (int)k - 1, size); }
-      int64_t args[2] = {dim, i > 0 ? i - 1 : size + i};
-      s = gs_select(cur, dim, args[1], &v);
-      if (s == GS_OK) s = gs_ag_record_view("select", cur, v, args, 2);
+      e[n] = (gs_index_entry){.pos = gsL_pos0(lua_tointeger(L, -1))};
     } else if (lua_istable(L, -1)) {
       lua_Integer m = luaL_len(L, -1);
-      int64_t size = cur->shape[dim], a = 1, b = size, step = 1;
+      int64_t size = x->shape[dim], a = 1, b = size, step = 1;
       if (m >= 1) { lua_geti(L, -1, 1); a = lua_tointeger(L, -1); lua_pop(L, 1); }
       if (m >= 2) { lua_geti(L, -1, 2); b = lua_tointeger(L, -1); lua_pop(L, 1); }
       if (m >= 3) { lua_geti(L, -1, 3); step = lua_tointeger(L, -1); lua_pop(L, 1); }
       if (m == 1) b = a;
       if (a < 0) a += size + 1;
       if (b < 0) b += size + 1;
-      if (a < 1 || a > size + 1 || b > size || step < 1) {
-        gs_tensor_release(cur);
+      if (a < 1 || a > size + 1 || b > size || step < 1)
         luaL_error(L, "range {%d, %d} is out of bounds for dimension %d with size %d", (int)a, (int)b, (int)k, (int)size);
-      }
-      int64_t args[4] = {dim, a - 1, b, step};
-      s = gs_slice(cur, dim, a - 1, b, step, &v);
-      if (s == GS_OK) s = gs_ag_record_view("slice", cur, v, args, 4);
-      dim++;
+      e[n] = (gs_index_entry){.range = true, .start = a - 1, .end = b, .step = step};
     } else {
-      gs_tensor_release(cur);
       luaL_error(L, "invalid index entry %d: expected an integer or a range table {a, b}, got %s", (int)k,
                  luaL_typename(L, -1));
     }
     lua_pop(L, 1);
-    gs_tensor_release(cur);
-    if (s != GS_OK) gs_tensor_release(v);
-    gsL_check(L, s);
-    cur = v;
+    dim++;
   }
-  return cur;
+  gsL_check(L, gs_ag_index(x, n, e, &v));
+  return v;
 }
 
 static int push_field(lua_State *L, gs_tensor *t, const char *k) {
@@ -111,9 +86,8 @@ static int push_field(lua_State *L, gs_tensor *t, const char *k) {
     if (strcmp(k, "device") == 0) { gsL_pushdevice(L, gs_tensor_device(t)); return 1; }
     if (strcmp(k, "dtype") == 0) { gsL_pushdtype(L, t->dtype); return 1; }
     if (strcmp(k, "data") == 0) { /* a tensor sharing storage, outside autograd */
-      gs_tensor *v = gs_tensor_view_of(t, t->ndim, t->shape, t->stride, t->offset);
-      if (!v) return luaL_error(L, "out of memory");
-      v->is_param = false;
+      gs_tensor *v;
+      gsL_check(L, gs_detach(t, &v));
       gsL_pushtensor(L, v);
       return 1;
     }
@@ -143,14 +117,10 @@ static int push_field(lua_State *L, gs_tensor *t, const char *k) {
     break;
   case 'T':
     if (k[1] == 0) {
-      int dims[GS_MAX_DIMS];
+      int dims[GS_MAX_DIMS]; /* x.T reverses all dims */
       for (int i = 0; i < t->ndim; i++) dims[i] = t->ndim - 1 - i;
       gs_tensor *v;
-      gsL_check(L, gs_permute(t, dims, &v));
-      int64_t d64[GS_MAX_DIMS];
-      for (int i = 0; i < t->ndim; i++) d64[i] = dims[i];
-      gs_status s = gs_ag_record_view("permute", t, v, d64, t->ndim);
-      if (s != GS_OK) { gs_tensor_release(v); gsL_raise(L); }
+      gsL_check(L, gs_ag_permute(t, t->ndim, dims, &v));
       gsL_pushtensor(L, v);
       return 1;
     }
@@ -178,12 +148,7 @@ static int t_newindex(lua_State *L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
     const char *k = lua_tostring(L, 2);
     if (strcmp(k, "requires_grad") == 0) {
-      bool on = lua_toboolean(L, 3);
-      if (on && !gs_dtype_is_float(t->dtype))
-        return luaL_error(L, "only Tensors of floating point dtype can require gradients");
-      if (!on && t->grad_fn)
-        return luaL_error(L, "you can only change requires_grad flags of leaf variables.");
-      t->requires_grad = on;
+      gsL_check(L, gs_ag_set_requires_grad(t, lua_toboolean(L, 3)));
       return 0;
     }
     if (strcmp(k, "grad") == 0) {
@@ -207,14 +172,13 @@ static int t_newindex(lua_State *L) {
     }
     return luaL_error(L, "cannot set field '%s' of a tensor", k);
   }
-  gsL_check(L, gs_ag_check_inplace(t));
   gs_tensor *v = index_view(L, t, 2);
   gs_status s;
   gs_tensor *src = gsL_testtensor(L, 3);
-  if (src) s = gs_copy_(v, src);
-  else if (lua_isinteger(L, 3)) s = gs_fill_(v, gs_scalar_i(lua_tointeger(L, 3)));
-  else if (lua_isnumber(L, 3)) s = gs_fill_(v, gs_scalar_f(lua_tonumber(L, 3)));
-  else if (lua_isboolean(L, 3)) s = gs_fill_(v, gs_scalar_i(lua_toboolean(L, 3)));
+  if (src) s = gs_ag_copy_(v, src);
+  else if (lua_isinteger(L, 3)) s = gs_ag_fill_(v, gs_scalar_i(lua_tointeger(L, 3)));
+  else if (lua_isnumber(L, 3)) s = gs_ag_fill_(v, gs_scalar_f(lua_tonumber(L, 3)));
+  else if (lua_isboolean(L, 3)) s = gs_ag_fill_(v, gs_scalar_i(lua_toboolean(L, 3)));
   else { gs_tensor_release(v); return luaL_error(L, "cannot assign %s to a tensor element: expected a number, boolean or tensor", luaL_typename(L, 3)); }
   gs_tensor_release(v);
   gsL_check(L, s);

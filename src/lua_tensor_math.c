@@ -16,8 +16,7 @@ static int unary(lua_State *L) {
   return 1;
 }
 static int unary_(lua_State *L) {
-  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
-  gsL_check(L, gs_unary_((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL));
+  gsL_check(L, gs_ag_unary_((gs_unary_op)lua_tointeger(L, lua_upvalueindex(1)), gsL_checktensor(L, 1), NULL));
   lua_settop(L, 1);
   return 1;
 }
@@ -80,8 +79,7 @@ static int m_clamp_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
   double args[2];
   clamp_args(L, args);
-  gsL_check(L, gs_ag_check_inplace(x));
-  gsL_check(L, gs_unary_(GS_U_CLAMP, x, args));
+  gsL_check(L, gs_ag_unary_(GS_U_CLAMP, x, args));
   lua_settop(L, 1);
   return 1;
 }
@@ -123,7 +121,6 @@ static int binary(lua_State *L) {
 static int binary_(lua_State *L) {
   gs_binary_op op = (gs_binary_op)lua_tointeger(L, lua_upvalueindex(1));
   gs_tensor *x = gsL_checktensor(L, 1), *y, *scaled = NULL;
-  gsL_check(L, gs_ag_check_inplace(x));
   if ((op == GS_B_ADD || op == GS_B_SUB) && lua_gettop(L) >= 3) {
     if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
     check_alpha(L, 3);
@@ -138,10 +135,10 @@ static int binary_(lua_State *L) {
       lua_replace(L, 2);
     }
   }
-  if ((y = gsL_testtensor(L, 2))) gsL_check(L, gs_binary_(op, x, y));
-  else if (lua_isinteger(L, 2)) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_i(lua_tointeger(L, 2))));
-  else if (lua_type(L, 2) == LUA_TNUMBER) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_f(lua_tonumber(L, 2))));
-  else if (lua_isboolean(L, 2)) gsL_check(L, gs_binary_scalar_(op, x, gs_scalar_b(lua_toboolean(L, 2))));
+  if ((y = gsL_testtensor(L, 2))) gsL_check(L, gs_ag_binary_(op, x, y));
+  else if (lua_isinteger(L, 2)) gsL_check(L, gs_ag_binary_scalar_(op, x, gs_scalar_i(lua_tointeger(L, 2))));
+  else if (lua_type(L, 2) == LUA_TNUMBER) gsL_check(L, gs_ag_binary_scalar_(op, x, gs_scalar_f(lua_tonumber(L, 2))));
+  else if (lua_isboolean(L, 2)) gsL_check(L, gs_ag_binary_scalar_(op, x, gs_scalar_b(lua_toboolean(L, 2))));
   else return luaL_error(L, "bad argument #1: expected a tensor or a number, got %s", luaL_typename(L, 2));
   lua_settop(L, 1);
   return 1;
@@ -155,38 +152,28 @@ static gs_scalar check_scalar(lua_State *L, int idx) {
 
 static int m_fill_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *v = gsL_testtensor(L, 2);
-  gsL_check(L, gs_ag_check_inplace(x));
-  if (v) {
-    if (v->ndim != 0) return luaL_error(L, "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", v->ndim);
-    gsL_check(L, gs_copy_(x, v));
-  } else {
-    gsL_check(L, gs_fill_(x, check_scalar(L, 2)));
-  }
+  gsL_check(L, v ? gs_ag_fill_tensor_(x, v) : gs_ag_fill_(x, check_scalar(L, 2)));
   lua_settop(L, 1);
   return 1;
 }
 static int m_zero_(lua_State *L) {
-  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
-  gsL_check(L, gs_fill_(gsL_checktensor(L, 1), gs_scalar_i(0)));
+  gsL_check(L, gs_ag_fill_(gsL_checktensor(L, 1), gs_scalar_i(0)));
   lua_settop(L, 1);
   return 1;
 }
 static int m_copy_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *src = gsL_checktensor(L, 2);
-  gsL_check(L, gs_ag_check_inplace(x));
-  gsL_check(L, gs_copy_(x, src));
+  gsL_check(L, gs_ag_copy_(x, src));
   lua_settop(L, 1);
   return 1;
 }
 static int m_uniform_(lua_State *L) {
-  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
-  gsL_check(L, gs_uniform_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
+  gsL_check(L, gs_ag_uniform_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
   lua_settop(L, 1);
   return 1;
 }
 static int m_normal_(lua_State *L) {
-  gsL_check(L, gs_ag_check_inplace(gsL_checktensor(L, 1)));
-  gsL_check(L, gs_normal_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
+  gsL_check(L, gs_ag_normal_(gsL_checktensor(L, 1), luaL_optnumber(L, 2, 0), luaL_optnumber(L, 3, 1)));
   lua_settop(L, 1);
   return 1;
 }
@@ -208,7 +195,7 @@ static int reduce_dim(lua_State *L, gs_tensor *x, bool *keepdim) {
 }
 
 static int plus_one(lua_State *L, gs_tensor *idx) {
-  gsL_check(L, gs_binary_scalar_(GS_B_ADD, idx, gs_scalar_i(1)));
+  gsL_check(L, gs_ag_binary_scalar_(GS_B_ADD, idx, gs_scalar_i(1)));
   return 0;
 }
 
@@ -325,11 +312,9 @@ static int matprod(lua_State *L) {
 static int m_index_select(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *idx = gsL_checktensor(L, 3), *i0, *r;
   int d = gsL_checkdim(L, 2, x->ndim);
-  if (gs_grad_enabled && gs_requires_grad(x))
-    return luaL_error(L, "index_select does not support autograd yet: call it on x:detach() or inside torch.no_grad");
   /* Lua's indices are 1-based: shift them for the engine */
   gsL_check(L, gs_binary_scalar(GS_B_SUB, idx, gs_scalar_i(1), false, &i0));
-  gs_status s = gs_index_select(x, d, i0, &r);
+  gs_status s = gs_ag_index_select(x, d, i0, &r);
   gs_tensor_release(i0);
   gsL_check(L, s);
   gsL_pushtensor(L, r);

@@ -36,14 +36,6 @@ static int push_result(lua_State *L, gs_tensor *x, gs_tensor *r) {
   return 1;
 }
 
-/* Pushes view r of x after recording it for autograd. */
-static int push_view(lua_State *L, gs_tensor *x, gs_tensor *r, const char *kind, const int64_t *ints, int n) {
-  gs_status s = gs_ag_record_view(kind, x, r, ints, n);
-  if (s != GS_OK) { gs_tensor_release(r); gsL_raise(L); }
-  gsL_pushtensor(L, r);
-  return 1;
-}
-
 static int m_clone(lua_State *L) {
   gs_tensor *r;
   gsL_check(L, gs_ag_clone(gsL_checktensor(L, 1), &r));
@@ -80,24 +72,23 @@ static int m_view(lua_State *L) {
       }
     }
   }
-  bool reshape = lua_toboolean(L, lua_upvalueindex(1));
-  gsL_check(L, reshape ? gs_reshape(x, n, shape, &r) : gs_view(x, n, shape, &r));
-  return push_view(L, x, r, "view", NULL, 0);
+  gsL_check(L, gs_ag_view(x, n, shape, lua_toboolean(L, lua_upvalueindex(1)), &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 
 static int m_t(lua_State *L) {
-  gs_tensor *x = gsL_checktensor(L, 1), *r;
-  if (x->ndim > 2) return luaL_error(L, "t() expects a tensor with <= 2 dimensions, but self is %dD", x->ndim);
-  gsL_check(L, gs_transpose(x, 0, x->ndim > 1 ? 1 : 0, &r));
-  int64_t dims[2] = {0, x->ndim > 1 ? 1 : 0};
-  return push_view(L, x, r, "t", dims, 2);
+  gs_tensor *r;
+  gsL_check(L, gs_ag_t(gsL_checktensor(L, 1), &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_transpose(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int a = gsL_checkdim(L, 2, x->ndim), b = gsL_checkdim(L, 3, x->ndim);
-  gsL_check(L, gs_transpose(x, x->ndim ? a : 0, x->ndim ? b : 0, &r));
-  int64_t dims[2] = {x->ndim ? a : 0, x->ndim ? b : 0};
-  return push_view(L, x, r, "transpose", dims, 2);
+  gsL_check(L, gs_ag_transpose(x, x->ndim ? a : 0, x->ndim ? b : 0, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_permute(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
@@ -108,24 +99,22 @@ static int m_permute(lua_State *L) {
   } else {
     for (int i = 2; i <= lua_gettop(L) && n < GS_MAX_DIMS; i++) dims[n++] = gsL_checkdim(L, i, x->ndim);
   }
-  if (n != x->ndim)
-    return luaL_error(L, "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d", x->ndim, n);
-  gsL_check(L, gs_permute(x, dims, &r));
-  int64_t d64[GS_MAX_DIMS];
-  for (int i = 0; i < n; i++) d64[i] = dims[i];
-  return push_view(L, x, r, "permute", d64, n);
+  gsL_check(L, gs_ag_permute(x, n, dims, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_unsqueeze(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
-  int d = gsL_checkdim(L, 2, x->ndim + 1);
-  gsL_check(L, gs_unsqueeze(x, d, &r));
-  return push_view(L, x, r, "unsqueeze", NULL, 0);
+  gsL_check(L, gs_ag_unsqueeze(x, gsL_checkdim(L, 2, x->ndim + 1), &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_squeeze(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int d = lua_isnoneornil(L, 2) ? -1 : gsL_checkdim(L, 2, x->ndim);
-  gsL_check(L, gs_squeeze(x, x->ndim == 0 ? -1 : d, &r));
-  return push_view(L, x, r, "squeeze", NULL, 0);
+  gsL_check(L, gs_ag_squeeze(x, x->ndim == 0 ? -1 : d, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_expand(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r, *like = gsL_testtensor(L, 2);
@@ -142,35 +131,31 @@ static int m_expand(lua_State *L) {
       shape[n++] = luaL_checkinteger(L, i);
     }
   }
-  gsL_check(L, gs_expand_to(x, n, shape, &r));
-  return push_view(L, x, r, "expand", NULL, 0);
+  gsL_check(L, gs_ag_expand(x, n, shape, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_flatten(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int s = gsL_optdim(L, 2, x->ndim, 0), e = gsL_optdim(L, 3, x->ndim, x->ndim ? x->ndim - 1 : 0);
-  gsL_check(L, gs_flatten(x, s, e, &r));
-  return push_view(L, x, r, "flatten", NULL, 0);
+  gsL_check(L, gs_ag_flatten(x, s, e, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_narrow(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int d = gsL_checkdim(L, 2, x->ndim);
   lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
-  if (x->ndim > 0 && start < 0) start += x->shape[d] + 1;
-  if (start < 1) return luaL_error(L, "narrow: start must be >= 1 (1-based), got %d", (int)start);
-  gsL_check(L, gs_narrow(x, d, start - 1, len, &r));
-  int64_t args[4] = {d, start - 1, start - 1 + len, 1};
-  return push_view(L, x, r, "slice", args, 4);
+  gsL_check(L, gs_ag_narrow(x, d, gsL_pos0(start), len, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_select(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   int d = gsL_checkdim(L, 2, x->ndim);
-  lua_Integer i = luaL_checkinteger(L, 3);
-  if (x->ndim == 0) return luaL_error(L, "select() cannot be applied to a 0-dim tensor.");
-  if (i == 0 || i > x->shape[d] || i < -x->shape[d])
-    return luaL_error(L, "select(): index %d out of range for tensor of size %d at dimension %d", (int)i, (int)x->shape[d], d + 1);
-  int64_t args[2] = {d, i > 0 ? i - 1 : x->shape[d] + i};
-  gsL_check(L, gs_select(x, d, args[1], &r));
-  return push_view(L, x, r, "select", args, 2);
+  gsL_check(L, gs_ag_select(x, d, gsL_pos0(luaL_checkinteger(L, 3)), &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 
 /* chunk(n[, d]) and split(size[, d]) return Lua lists of views. */
@@ -181,9 +166,8 @@ static int push_pieces(lua_State *L, gs_tensor *x, int d, int64_t piece) {
   for (int64_t at = 0; at < size || (size == 0 && k == 1); at += piece) {
     int64_t len = size - at < piece ? size - at : piece;
     gs_tensor *v;
-    gsL_check(L, gs_narrow(x, d, at, len, &v));
-    int64_t args[4] = {d, at, at + len, 1};
-    push_view(L, x, v, "slice", args, 4);
+    gsL_check(L, gs_ag_narrow(x, d, at, len, &v));
+    gsL_pushtensor(L, v);
     lua_rawseti(L, -2, k++);
     if (size == 0) break;
   }
@@ -214,9 +198,8 @@ static int m_split(lua_State *L) {
       int64_t len = lua_tointeger(L, -1);
       lua_pop(L, 1);
       gs_tensor *v;
-      gsL_check(L, gs_narrow(x, d, at, len, &v));
-      int64_t args[4] = {d, at, at + len, 1};
-      push_view(L, x, v, "slice", args, 4);
+      gsL_check(L, gs_ag_narrow(x, d, at, len, &v));
+      gsL_pushtensor(L, v);
       lua_rawseti(L, -2, (int)i);
       at += len;
     }

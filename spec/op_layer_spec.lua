@@ -1,0 +1,190 @@
+-- op_layer_spec.lua: rules that live once in the engine's op layer and so
+-- hold for every binding that reaches it: the in-place guard on every
+-- in-place method, one bounds message for every way of selecting an
+-- element, one requires_grad rule for every way of setting it, and views
+-- recorded for autograd whichever method made them.
+local torch = require("torch")
+local H = require("helpers")
+
+local LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+local VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+local IN_GRAPH = "part of an autograd graph"
+
+-- Every in-place method the tensor has (name ends in "_"), with arguments
+-- it accepts; detach_ and requires_grad_ change flags, not values.
+local function inplace_methods()
+  local args = {
+    copy_ = function() return torch.full({ 2, 3 }, 0.25) end,
+    fill_ = function() return 0.5 end,
+    clamp_ = function() return 0, 0.5 end,
+  }
+  local list = {}
+  for name in pairs(torch._methods) do
+    if name:sub(-1) == "_" and name ~= "detach_" and name ~= "requires_grad_" then
+      list[#list + 1] = { name = name, args = args[name] or function() return 2 end }
+    end
+  end
+  table.sort(list, function(a, b) return a.name < b.name end)
+  return list
+end
+
+describe("the in-place guard", function()
+  it("covers every in-place method (there are many of them)", function()
+    assert.is_true(#inplace_methods() >= 30)
+  end)
+
+  it("refuses every in-place method on a leaf that requires grad, leaving it unchanged", function()
+    for _, m in ipairs(inplace_methods()) do
+      local x = torch.tensor({ { 1.5, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+      local snap = H.snapshot(x)
+      H.errors(function() x[m.name](x, m.args()) end, LEAF)
+      H.assert_unchanged(x, snap)
+      assert.is_nil(x.grad_fn, m.name)
+    end
+  end)
+
+  it("refuses every in-place method on a view of such a leaf", function()
+    for _, m in ipairs(inplace_methods()) do
+      local x = torch.tensor({ { 1.5, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, { requires_grad = true })
+      local snap = H.snapshot(x)
+      local v = x:narrow(1, 2, 2)
+      H.errors(function() v[m.name](v, m.args()) end, VIEW_OF_LEAF)
+      H.assert_unchanged(x, snap)
+    end
+  end)
+
+  it("refuses a view of a view of a leaf, and indexed assignment into a leaf", function()
+    local x = torch.ones(3, 4, { requires_grad = true })
+    H.errors(function() x:t():select(1, 2):add_(1) end, VIEW_OF_LEAF)
+    H.errors(function() x[2] = 3 end, VIEW_OF_LEAF)
+    H.errors(function() x[{ 2, { 1, 2 } }] = torch.zeros(2) end, VIEW_OF_LEAF)
+    H.assert_list_equal(x:tolist(), torch.ones(3, 4):tolist())
+  end)
+
+  it("refuses in-place methods on results inside the graph", function()
+    local x = torch.ones(2, 2, { requires_grad = true })
+    local y = x * 2
+    H.errors(function() y:mul_(3) end, IN_GRAPH)
+    H.errors(function() y:t():mul_(3) end, IN_GRAPH)
+  end)
+
+  it("lets every in-place method run under no_grad and on tensors outside the graph", function()
+    -- a method may still refuse for its own reasons (logical_not_ cannot
+    -- write bools into a float tensor), never for the guard's
+    local function not_guarded(f)
+      local ok, err = pcall(f)
+      if not ok then assert.is_nil(tostring(err):find("in-place operation", 1, true), err) end
+    end
+    for _, m in ipairs(inplace_methods()) do
+      local x = torch.tensor({ { 1.5, 2, 3 }, { 4, 5, 6 } }, { requires_grad = true })
+      not_guarded(function() torch.no_grad(function() x[m.name](x, m.args()) end) end)
+      local plain = torch.tensor({ { 1.5, 2, 3 }, { 4, 5, 6 } })
+      not_guarded(function() plain[m.name](plain, m.args()) end)
+    end
+    local y = torch.ones(2)
+    y:add_(1)
+    assert.are.same({ 2.0, 2.0 }, y:tolist())
+    local x = torch.ones(2, { requires_grad = true })
+    torch.no_grad(function() x[1] = 5 end)
+    assert.are.same({ 5.0, 1.0 }, x:tolist())
+  end)
+end)
+
+describe("one bounds check for selecting an element", function()
+  local x = torch.arange(12):view(3, 4)
+  local MSG = "index 5 is out of range for dimension 2 of size 4 (expected 1 to 4, or -4 to -1)"
+
+  it("x:select, x[{i, j}] and the dim named as the user counts it", function()
+    H.errors(function() return x:select(2, 5) end, MSG)
+    H.errors(function() return x[{ 1, 5 }] end, MSG)
+    H.errors(function() return x:select(1, 4) end, "index 4 is out of range for dimension 1 of size 3")
+    H.errors(function() return x[4] end, "index 4 is out of range for dimension 1 of size 3")
+  end)
+
+  it("reports a 0 and a negative index as written", function()
+    H.errors(function() return x:select(2, 0) end, "index 0 is out of range for dimension 2 of size 4")
+    H.errors(function() return x[{ 1, 0 }] end, "index 0 is out of range for dimension 2 of size 4")
+    H.errors(function() return x:select(1, -4) end, "index -4 is out of range for dimension 1 of size 3")
+    H.errors(function() return x[-4] end, "index -4 is out of range for dimension 1 of size 3")
+  end)
+
+  it("in range, 1-based and negative positions select the same element everywhere", function()
+    assert.are.same({ 4, 5, 6, 7 }, x:select(1, 2):tolist())
+    assert.are.same({ 4, 5, 6, 7 }, x[2]:tolist())
+    assert.are.same({ 8, 9, 10, 11 }, x:select(1, -1):tolist())
+    assert.are.equal(7, x[{ 2, -1 }]:item())
+    assert.are.same({ 3, 7, 11 }, x:select(2, -1):tolist())
+  end)
+
+  it("narrow takes a negative start and reports a 0 start as written", function()
+    assert.are.same({ { 8, 9, 10, 11 } }, x:narrow(1, -1, 1):tolist())
+    H.errors(function() return x:narrow(1, 0, 1) end, { "start 0", "start must be >= 1" })
+    H.errors(function() return x:narrow(1, -4, 1) end, { "start -4", "dimension 1 of size 3" })
+  end)
+end)
+
+describe("one requires_grad rule", function()
+  local MSG = "only Tensors of floating point dtype can require gradients (got int64)"
+
+  it("is the same whichever way it is set", function()
+    H.errors(function() torch.ones(2, { dtype = torch.int64, requires_grad = true }) end, MSG)
+    H.errors(function() torch.tensor({ 1, 2 }):requires_grad_() end, MSG)
+    H.errors(function() torch.tensor({ 1, 2 }).requires_grad = true end, MSG)
+  end)
+
+  it("only leaves may change it", function()
+    local y = torch.ones(2, { requires_grad = true }) * 2
+    local LEAVES = "you can only change requires_grad flags of leaf variables."
+    H.errors(function() y:requires_grad_(false) end, LEAVES)
+    H.errors(function() y.requires_grad = false end, LEAVES)
+    y:detach_()
+    assert.is_false(y.requires_grad)
+    assert.is_nil(y.grad_fn)
+  end)
+end)
+
+describe("views are recorded by the op layer", function()
+  it("every view method gives its PyTorch grad_fn and routes the gradient back", function()
+    local cases = {
+      { "ViewBackward0", function(x) return x:view(6) end },
+      { "ViewBackward0", function(x) return x:reshape(3, 2) end },
+      { "ViewBackward0", function(x) return x:flatten() end },
+      { "TBackward0", function(x) return x:t() end },
+      { "TransposeBackward0", function(x) return x:transpose(1, 2) end },
+      { "PermuteBackward0", function(x) return x:permute(2, 1) end },
+      { "PermuteBackward0", function(x) return x.T end },
+      { "UnsqueezeBackward0", function(x) return x:unsqueeze(1) end },
+      { "SqueezeBackward0", function(x) return x:unsqueeze(1):squeeze(1) end },
+      { "ExpandBackward0", function(x) return x:unsqueeze(1):expand(4, 2, 3) end },
+      { "SelectBackward0", function(x) return x:select(2, 2) end },
+      { "SelectBackward0", function(x) return x[2] end },
+      { "SliceBackward0", function(x) return x:narrow(2, 2, 2) end },
+      { "SliceBackward0", function(x) return x[{ {}, { 2, 3 } }] end },
+      { "SliceBackward0", function(x) return x:split(1, 2)[3] end },
+    }
+    for _, c in ipairs(cases) do
+      local x = torch.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = torch.float64, requires_grad = true })
+      local y = c[2](x)
+      assert.are.equal("<" .. c[1] .. ">", y.grad_fn)
+      -- d(sum(y * w))/dx with w = 1..n laid over y: compare with the same
+      -- view of a tensor of weights taken without autograd
+      local w = torch.arange(1, y:numel() + 1, { dtype = torch.float64 }):view(y.shape)
+      ;(y * w):sum():backward()
+      local expect = torch.zeros(2, 3, { dtype = torch.float64 })
+      local ids = torch.arange(1, 7, { dtype = torch.float64 }):view(2, 3)
+      local picked = c[2](ids) -- which input element each output element is
+      for i, id in ipairs(picked:reshape(-1):tolist()) do
+        id = math.tointeger(id)
+        local r, col = (id - 1) // 3 + 1, (id - 1) % 3 + 1
+        expect[{ r, col }] = expect[{ r, col }]:item() + w:reshape(-1)[i]:item()
+      end
+      H.assert_list_equal(x.grad:tolist(), expect:tolist())
+    end
+  end)
+
+  it("records nothing under no_grad or for inputs that need no grad", function()
+    local x = torch.ones(2, 3, { requires_grad = true })
+    torch.no_grad(function() assert.is_nil(x:t().grad_fn) end)
+    assert.is_nil(torch.ones(2, 3):select(1, 1).grad_fn)
+  end)
+end)

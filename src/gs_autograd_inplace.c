@@ -1,0 +1,73 @@
+/* gs_autograd_inplace.c: what autograd decides about tensors the user
+ * holds: in-place ops (each refused when it would corrupt the graph, see
+ * gs_ag_check_inplace) and a leaf's flags (requires_grad, detach_,
+ * parameters). Bindings call these, never the plain in-place ops, so a
+ * new binding cannot forget the guard. */
+#include "gs_autograd.h"
+
+gs_status gs_ag_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
+  GS_TRY(gs_ag_check_inplace(x));
+  return gs_unary_(op, x, args);
+}
+
+gs_status gs_ag_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b) {
+  GS_TRY(gs_ag_check_inplace(a));
+  return gs_binary_(op, a, b);
+}
+
+gs_status gs_ag_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s) {
+  GS_TRY(gs_ag_check_inplace(a));
+  return gs_binary_scalar_(op, a, s);
+}
+
+gs_status gs_ag_fill_(gs_tensor *x, gs_scalar v) {
+  GS_TRY(gs_ag_check_inplace(x));
+  return gs_fill_(x, v);
+}
+
+gs_status gs_ag_fill_tensor_(gs_tensor *x, const gs_tensor *v) {
+  GS_TRY(gs_ag_check_inplace(x));
+  return gs_fill_tensor_(x, v);
+}
+
+gs_status gs_ag_copy_(gs_tensor *dst, const gs_tensor *src) {
+  GS_TRY(gs_ag_check_inplace(dst));
+  return gs_copy_(dst, src);
+}
+
+gs_status gs_ag_uniform_(gs_tensor *x, double lo, double hi) {
+  GS_TRY(gs_ag_check_inplace(x));
+  return gs_uniform_(x, lo, hi);
+}
+
+gs_status gs_ag_normal_(gs_tensor *x, double mean, double std) {
+  GS_TRY(gs_ag_check_inplace(x));
+  return gs_normal_(x, mean, std);
+}
+
+/* ---- a leaf's flags ---- */
+
+gs_status gs_ag_set_requires_grad(gs_tensor *x, bool on) {
+  if (on && !gs_dtype_is_float(x->dtype))
+    return gs_error("only Tensors of floating point dtype can require gradients (got %s)", gs_dtype_name(x->dtype));
+  if (!on && x->grad_fn)
+    return gs_error("you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var:detach().");
+  x->requires_grad = on;
+  return GS_OK;
+}
+
+gs_status gs_ag_detach_(gs_tensor *x) {
+  if (x->grad_fn) { gs_grad_fn_release(x->grad_fn); x->grad_fn = NULL; }
+  x->requires_grad = false;
+  return GS_OK;
+}
+
+gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad) {
+  if (!gs_dtype_is_float(x->dtype))
+    return gs_error("nn.Parameter: only floating point tensors can be parameters (got %s)", gs_dtype_name(x->dtype));
+  if (x->grad_fn) return gs_error("nn.Parameter: expected a leaf tensor; use t:detach() first");
+  x->is_param = true;
+  x->requires_grad = requires_grad;
+  return GS_OK;
+}
