@@ -33,8 +33,10 @@ ifeq ($(SANITIZE),1)
   CUDA := 0
 endif
 
-ENGINE_SRCS := $(filter-out src/main.c src/repl%.c,$(wildcard src/*.c))
-SHELL_SRCS  := $(wildcard src/main.c src/repl*.c)
+ENGINE_SRCS := $(filter-out src/main.c src/repl%.c src/kernel%.c,$(wildcard src/*.c))
+SHELL_SRCS  := $(wildcard src/main.c src/repl*.c src/kernel*.c)
+# the Jupyter kernel's libraries: gshell links them, torch.so does not
+KERNEL_LIBS := -lzmq -ljansson -lcrypto
 # lua/torch/ is the library (torch.so and gshell); lua/gshell/ the shell (gshell only).
 TORCH_LUA   := $(shell find lua/torch -name '*.lua' | sort)
 SHELL_LUA   := $(shell find lua/gshell -name '*.lua' | sort)
@@ -70,7 +72,7 @@ deps:
 ALL_CFLAGS := $(GS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 
 $(BUILD)/gshell: $(ENGINE_OBJS) $(SHELL_OBJS)
-	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS) -Wl,-E
+	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(KERNEL_LIBS) $(LDLIBS) -Wl,-E
 
 # The module for stock lua5.4: the host interpreter provides Lua's symbols.
 # It exports luaopen_torch and nothing else (tools/torch.map).
@@ -153,7 +155,7 @@ gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	@test "$(CUDA)" = 1 || { echo "gpu-bundle: nvcc not found (CUDA=0): the bundle would have no CUDA backend"; exit 1; }
 	rm -rf $(BUNDLE_DIR) $(BUILD)/gpu-bundle.tar.gz
 	mkdir -p $(BUNDLE_DIR)
-	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(SHELL_OBJS) $(STATIC_LIBS) \
+	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(filter-out $(BUILD)/obj/kernel%,$(SHELL_OBJS)) $(STATIC_LIBS) \
 	  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -ldl -lrt -lpthread -Wl,-E
 	cp tools/gpu_check.lua $(BUNDLE_DIR)/
 	printf '%s\n' '#!/bin/sh' '# Runs the CUDA check next to this script: ./run_gpu_check.sh [cuda:N] [-v]' \

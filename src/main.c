@@ -18,6 +18,11 @@
 #include "lua_gs.h"
 #include "repl.h"
 
+/* The Jupyter kernel (src/kernel_*.c). Weak: a build without it (the GPU
+ * bundle, linked without ZeroMQ) says so instead of failing to link. */
+int gsK_run(lua_State *L, const char *connection_file) __attribute__((weak));
+int gsK_install(const char *argv0, char mode, const char *prefix) __attribute__((weak));
+
 static const char usage_text[] =
   "usage: %s [options] [script [args]]\n"
   "  script         run a Lua file with arg set; '-' runs stdin\n"
@@ -30,6 +35,9 @@ static const char usage_text[] =
   "  --check DOC    run DOC's ```lua blocks, compare with their ```output blocks\n"
   "  --update       with --check: rewrite the output blocks that differ\n"
   "  --repl-stdin   the prompt, reading stdin without readline, prompts or banner\n"
+  "  --kernel FILE  run as a Jupyter kernel with connection file FILE\n"
+  "  --install-kernel [--user | --prefix P]\n"
+  "                 write the Jupyter kernelspec 'gshell' (system, user or prefix P)\n"
   "  -v, --version  print the version\n"
   "  -h, --help     print this help\n"
   "  --             stop handling options\n"
@@ -37,9 +45,9 @@ static const char usage_text[] =
   "History: $GSHELL_HISTORY or ~/.gshell_history. Docs: docs/shell.md\n";
 
 typedef struct {
-  int interactive, version, help, repl_stdin, update, has_e;
+  int interactive, version, help, repl_stdin, update, has_e, install_kernel, user;
   int script;          /* argv index of the script, or 0 */
-  const char *notebook, *md, *check, *sim_gpus;
+  const char *notebook, *md, *check, *sim_gpus, *kernel, *prefix;
 } options;
 
 static void usage_error(const char *msg, const char *arg) {
@@ -72,6 +80,15 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) o->help = 1;
     else if (strcmp(a, "--update") == 0) o->update = 1;
     else if (strcmp(a, "--repl-stdin") == 0) o->repl_stdin = 1;
+    else if (strcmp(a, "--install-kernel") == 0) o->install_kernel = 1;
+    else if (strcmp(a, "--user") == 0) o->user = 1;
+    else if (is_opt(a, "--kernel") || is_opt(a, "--prefix")) {
+      const char *name = a[2] == 'k' ? "--kernel" : "--prefix";
+      const char *v = opt_value(argc, argv, &i, name);
+      if (v == NULL) { usage_error("missing argument after", name); return -1; }
+      if (name[2] == 'k') o->kernel = v;
+      else o->prefix = v;
+    }
     else if (strcmp(a, "-e") == 0 || strcmp(a, "-l") == 0) {
       if (i + 1 >= argc) { usage_error("missing argument after", a); return -1; }
       if (a[1] == 'e') o->has_e = 1;
@@ -169,7 +186,8 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
       if (st == LUA_OK) lua_setglobal(L, mod);
     } else {
       if (strcmp(argv[i], "--sim-gpus") == 0 || strcmp(argv[i], "--notebook") == 0 ||
-          strcmp(argv[i], "--md") == 0 || strcmp(argv[i], "--check") == 0) i++;
+          strcmp(argv[i], "--md") == 0 || strcmp(argv[i], "--check") == 0 ||
+          strcmp(argv[i], "--kernel") == 0 || strcmp(argv[i], "--prefix") == 0) i++;
       continue;
     }
     if (st != LUA_OK) { gsR_report(L, st); return 1; }
@@ -243,6 +261,16 @@ int main(int argc, char **argv) {
   }
   if (o.md && !o.notebook) { usage_error("--md goes with --notebook", NULL); return 1; }
   if (o.update && !o.check) { usage_error("--update goes with --check", NULL); return 1; }
+  if ((o.user || o.prefix) && !o.install_kernel) {
+    usage_error(o.user ? "--user" : "--prefix", "goes with --install-kernel");
+    return 1;
+  }
+  if (o.user && o.prefix) { usage_error("--install-kernel takes --user or --prefix, not both", NULL); return 1; }
+  if ((o.kernel || o.install_kernel) && (gsK_run == NULL || gsK_install == NULL)) {
+    fprintf(stderr, "%s: this gshell was built without the Jupyter kernel\n", gsR_progname);
+    return 1;
+  }
+  if (o.install_kernel) return gsK_install(argv[0], o.user ? 'u' : o.prefix ? 'p' : 's', o.prefix);
 
   lua_State *L = luaL_newstate();
   if (L == NULL) {
@@ -262,7 +290,9 @@ int main(int argc, char **argv) {
 
   int status = 0;
   if (o.version) printf("gshell %s (%s)\n", GS_VERSION, LUA_RELEASE);
-  if (o.notebook) {
+  if (o.kernel) {
+    status = gsK_run(L, o.kernel);
+  } else if (o.notebook) {
     const char *args[] = {o.notebook, o.md};
     status = call_shell(L, "gshell.notebook", "run", 2, args);
   } else if (o.check) {

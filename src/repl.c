@@ -213,8 +213,15 @@ static void history_close(void) {
 
 /* ---- the loop ----------------------------------------------------------- */
 
+static char *word_breaks;   /* repl.word_breaks (the completer's), for readline */
+
 static void readline_setup(lua_State *L) {
-  static char breaks[] = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]";
+  lua_rawgeti(L, LUA_REGISTRYINDEX, comp_ref);
+  lua_getfield(L, -1, "word_breaks");
+  const char *b = lua_tostring(L, -1);
+  word_breaks = strdup(b ? b : " \t\n");
+  lua_pop(L, 2);
+  char *breaks = word_breaks ? word_breaks : (char *)" \t\n";
   rl_readline_name = "gshell";
   rl_catch_signals = 0;          /* Ctrl-C is ours, see read_rl */
   rl_basic_word_break_characters = breaks;
@@ -307,6 +314,9 @@ int gsR_repl(lua_State *L, int use_readline, int show_prompts) {
   if (use_readline) {
     history_close();
     comp_clear();
+    rl_basic_word_break_characters = rl_completer_word_break_characters = NULL;
+    free(word_breaks);
+    word_breaks = NULL;
   }
   luaL_unref(L, LUA_REGISTRYINDEX, comp_ref);
   comp_ref = LUA_NOREF;

@@ -69,6 +69,17 @@ function M.members(v)
   return out
 end
 
+-- The characters that end the word being completed. The prompt gives them
+-- to readline (src/repl.c); the Jupyter kernel cuts its word with them.
+M.word_breaks = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]"
+
+-- The word being completed at the end of `text`.
+function M.word_before(text)
+  local i = #text
+  while i > 0 and not M.word_breaks:find(text:sub(i, i), 1, true) do i = i - 1 end
+  return text:sub(i + 1)
+end
+
 -- The completions of `word` in the session, as full words, sorted.
 function M.complete(session, word)
   local list = {}

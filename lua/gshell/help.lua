@@ -188,9 +188,10 @@ local function resolve(session, name)
   return v, path
 end
 
--- ?name: help by name, or on what the name evaluates to.
-function M.help_name(session, name)
-  if name == "" then return M.help() end
+-- The help text for a dotted name: its documentation, or what the name
+-- evaluates to in the session; nil when there is neither (?name at the
+-- prompt, and the Jupyter kernel's inspect_request).
+function M.name_text(session, name)
   local text = docs.get((name:gsub(":", ".")))
   if not text then
     local v, path = resolve(session, name)
@@ -200,6 +201,13 @@ function M.help_name(session, name)
       text = M.text(v, name)
     end
   end
+  return text
+end
+
+-- ?name: help by name, or on what the name evaluates to.
+function M.help_name(session, name)
+  if name == "" then return M.help() end
+  local text = M.name_text(session, name)
   io.stdout:write(text or string.format("no help for '%s': no such name, and no documentation", name), "\n")
 end
 

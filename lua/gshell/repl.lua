@@ -4,6 +4,7 @@
 --   repl.feed(text)        runs what was typed so far: "more" when the
 --                          statement is unfinished, else "done"
 --   repl.complete(word)    completions for readline
+--   repl.word_breaks       the characters that end a word, for readline
 --   repl.banner()          the greeting shown on a terminal
 --   repl.run_script(path, chunk_args) and repl.run_string(code, name):
 --                          for `gshell -i`, run inside the session so the
@@ -29,6 +30,9 @@ function M.feed(text)
   if status == "incomplete" then return "more" end
   return "done"
 end
+
+-- readline's word break characters (the completer's own).
+M.word_breaks = require("gshell.complete").word_breaks
 
 function M.complete(word)
   local ok, list = pcall(require("gshell.complete").complete, M.start(), word)

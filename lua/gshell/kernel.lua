@@ -1,0 +1,219 @@
+-- gshell.kernel: the session side of `gshell --kernel` (src/kernel_main.c
+-- speaks the Jupyter protocol and calls these). Everything here is the
+-- prompt's own machinery: the same session (locals, `_`, magics), the same
+-- printer for Out[n], the same completer, help and continuation test.
+--
+--   kernel.start()                      the session (the prompt's)
+--   kernel.execute(code, n, silent)     runs cell n: {status, result, ename, evalue, traceback}
+--   kernel.complete(code, cursor)       matches, cursor_start, cursor_end
+--   kernel.inspect(code, cursor)        help text for the name at the cursor, or nil
+--   kernel.is_complete(code)            "complete", "incomplete" or "invalid"
+--   kernel.evaluate(expr)               ok, text (user_expressions)
+--   kernel.banner()
+--
+-- Cursor positions are in Unicode code points, as the protocol counts them.
+local Session = require "gshell.session"
+local repl = require "gshell.repl"
+local complete = require "gshell.complete"
+local help = require "gshell.help"
+
+local M = {}
+
+-- ---- io.read through the frontend ---------------------------------------
+-- A cell's io.read (and io.stdin:read, io.lines()) asks the frontend for a
+-- line with an input_request: one request per format. "n" converts the
+-- line as tonumber does, "a" is the whole line typed, a number k its first
+-- k bytes. io.lines() stops at an empty line. After io.input(file), io.read
+-- reads that file as usual.
+local function install_input(kio)
+  local real_read, real_input, real_stdin = io.read, io.input, io.stdin
+  local function ask(i, fmt)
+    local line = kio.input("", false)
+    if math.type(fmt) == "integer" then return line:sub(1, fmt) end
+    if type(fmt) ~= "string" then
+      error(string.format("bad argument #%d to 'read' (invalid format)", i), 3)
+    end
+    local f = fmt:gsub("^%*", ""):sub(1, 1)
+    if f == "l" or f == "a" then return line end
+    if f == "L" then return line .. "\n" end
+    if f == "n" then return tonumber(line) end
+    error(string.format("bad argument #%d to 'read' (invalid format)", i), 3)
+  end
+  local function read(...)
+    local n = select("#", ...)
+    if n == 0 then return ask(1, "l") end
+    local out = {}
+    for i = 1, n do out[i] = ask(i, (select(i, ...))) end
+    return table.unpack(out, 1, n)
+  end
+  local stdin = setmetatable({}, {
+    __name = "FILE*",
+    __tostring = function() return "file (frontend stdin)" end,
+    __index = {
+      read = function(_, ...) return read(...) end,
+      lines = function(_, ...)
+        local fmts = table.pack(...)
+        return function()
+          local v = read(table.unpack(fmts, 1, fmts.n))
+          if v == "" then return nil end
+          return v
+        end
+      end,
+      close = function() return nil, "the frontend's stdin cannot be closed" end,
+      setvbuf = function() return true end,
+    },
+  })
+  io.stdin = stdin
+  io.read = function(...)
+    if real_input() ~= real_stdin then return real_read(...) end
+    return read(...)
+  end
+  local real_lines = io.lines
+  io.lines = function(name, ...)
+    if name == nil and real_input() == real_stdin then return stdin:lines(...) end
+    return real_lines(name, ...)
+  end
+end
+
+function M.start()
+  local s = repl.start()
+  if not M.started then
+    M.started = true
+    install_input(require "gshell.kernel_io")
+  end
+  return s
+end
+
+-- ---- execute ----------------------------------------------------------------
+
+-- The traceback lines that belong to the user's code: the message, then the
+-- frames down to where the session called the cell.
+local function traceback_lines(tb)
+  local lines = {}
+  for line in (tb .. "\n"):gmatch("(.-)\n") do
+    if line:find("in function 'xpcall'", 1, true) then break end
+    lines[#lines + 1] = line
+  end
+  return lines
+end
+
+local function is_interrupt(msg)
+  return msg:find("interrupted!$") ~= nil
+end
+
+-- Runs cell n as the prompt would; what it prints goes out as it is
+-- written (stdout is the iopub stream), the shown value is the result.
+function M.execute(code, n, silent)
+  local s = M.start()
+  local r = { status = "ok" }
+  local saved = s.err
+  s.last_traceback = nil
+  s.err = function(msg)
+    r.status = "error"
+    r.message = msg
+  end
+  local ok, err = pcall(s.run_cell, s, code, {
+    chunkname = string.format("=In[%d]", n),
+    show = function(text) r.result = text end,
+  })
+  s.err = saved
+  io.stdout:flush()
+  if not ok then
+    r.status, r.message = "error", Session.error_text(err)
+  end
+  if r.status == "error" then
+    local msg = r.message or "error"
+    r.result = nil
+    r.evalue = msg
+    if is_interrupt(msg) then
+      r.ename = "Interrupted"
+    elseif s.last_traceback then
+      r.ename = "Error"
+    else
+      r.ename = "SyntaxError"      -- the cell did not compile: nothing ran
+    end
+    r.traceback = s.last_traceback and traceback_lines(s.last_traceback) or { msg }
+  end
+  if silent then r.result = nil end
+  return r
+end
+
+-- user_expressions: the value of expr in the session, shown as at the prompt.
+function M.evaluate(expr)
+  local s = M.start()
+  local fn, err = load("return " .. expr, "=(expression)", "t", s.env)
+  if not fn then return false, err end
+  local ok, res = s:call(fn)
+  if not ok then return false, res end
+  return true, require("gshell.pretty").repr_values(res.n, table.unpack(res, 1, res.n))
+end
+
+-- ---- complete, inspect, is_complete ---------------------------------------
+
+-- Byte offset of code point position pos (0-based) in s: the prefix length.
+local function byte_prefix(s, pos)
+  if pos < 0 then return #s end
+  local ok, b = pcall(utf8.offset, s, pos + 1)
+  if not ok or b == nil then return #s end
+  return b - 1
+end
+
+local function cp_len(s)
+  return utf8.len(s) or #s
+end
+
+function M.complete(code, cursor)
+  local s = M.start()
+  local upto = byte_prefix(code, cursor)
+  local before = code:sub(1, upto)
+  local word = complete.word_before(before)
+  local matches = complete.complete(s, word)
+  local pos = cp_len(before)
+  return matches, pos - cp_len(word), pos
+end
+
+-- The dotted name at the cursor: the word around it, or the function
+-- before an open parenthesis ("torch.ones(2, |" asks about torch.ones).
+local function name_at(code, cursor)
+  local upto = byte_prefix(code, cursor)
+  local left = code:sub(1, upto):match("[%w_%.:]*$")
+  local right = code:sub(upto + 1):match("^[%w_%.:]*")
+  local name = (left .. right):gsub("^[%.:]+", ""):gsub("[%.:]+$", "")
+  if name ~= "" then return name end
+  -- inside a call: the callee before the innermost unclosed "("
+  local depth = 0
+  local before = code:sub(1, upto)
+  for i = #before, 1, -1 do
+    local c = before:sub(i, i)
+    if c == ")" then depth = depth + 1
+    elseif c == "(" then
+      if depth == 0 then
+        return (before:sub(1, i - 1):match("([%a_][%w_%.:]*)%s*$"))
+      end
+      depth = depth - 1
+    end
+  end
+  return nil
+end
+
+function M.inspect(code, cursor)
+  local s = M.start()
+  local name = name_at(code, cursor)
+  if not name or not name:match("^[%a_]") then return nil end
+  return help.name_text(s, name)
+end
+
+function M.is_complete(code)
+  local s = M.start()
+  if code:match("^%s*$") then return "complete" end
+  local fn, why = s:compile(code, { chunkname = "=In[?]", allow_incomplete = true })
+  if fn then return "complete" end
+  if why == "incomplete" then return "incomplete" end
+  return "invalid"
+end
+
+function M.banner()
+  return repl.banner()
+end
+
+return M

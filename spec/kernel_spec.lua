@@ -1,0 +1,322 @@
+-- `gshell --kernel`: the Jupyter kernel, driven as Jupyter drives it.
+-- spec/kernel/protocol.py starts one kernel through Debian's
+-- jupyter_client (kernelspec written by `gshell --install-kernel --prefix`)
+-- and records every reply and iopub message; the assertions are here.
+-- What a cell shows is compared with what the prompt (--repl-stdin) prints.
+local build = os.getenv("GSHELL_BUILD") or "build"
+local GSHELL = build .. "/gshell"
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- Runs a driver script; returns the table it wrote.
+local function drive(script)
+  local out = os.tmpname()
+  -- Python itself is not instrumented: never preload the sanitizer into it
+  -- (the ASan gshell carries its own runtime).
+  local cmd = string.format("env -u LD_PRELOAD /usr/bin/python3 %s %s %s 2>&1",
+    sh_quote(script), sh_quote(GSHELL), sh_quote(out))
+  local p = assert(io.popen(cmd, "r"))
+  local log = p:read("a")
+  p:close()
+  local ok, r = pcall(dofile, out)
+  os.remove(out)
+  if not ok or type(r) ~= "table" then error("driver " .. script .. " wrote no result:\n" .. log) end
+  if r.driver_error then error("driver " .. script .. " failed:\n" .. r.driver_error) end
+  return r
+end
+
+-- What the prompt prints for these lines.
+local function prompt(text)
+  local inf = os.tmpname()
+  local f = assert(io.open(inf, "wb"))
+  f:write(text, "\n")
+  f:close()
+  local p = assert(io.popen(string.format("GSHELL_HISTORY= GSHELL_SIM_GPUS=2 %s --repl-stdin <%s 2>&1",
+    GSHELL, inf)))
+  local out = p:read("a")
+  p:close()
+  os.remove(inf)
+  return out
+end
+
+local function types(ex)
+  local t = {}
+  for i, m in ipairs(ex.iopub) do t[i] = m.msg_type end
+  return t
+end
+
+local function find(ex, msg_type, n)
+  n = n or 1
+  for _, m in ipairs(ex.iopub) do
+    if m.msg_type == msg_type then
+      n = n - 1
+      if n == 0 then return m.content, m end
+    end
+  end
+end
+
+local function stdout_of(ex)
+  local parts = {}
+  for _, m in ipairs(ex.iopub) do
+    if m.msg_type == "stream" and m.content.name == "stdout" then parts[#parts + 1] = m.content.text end
+  end
+  return table.concat(parts)
+end
+
+local function result_text(ex)
+  local c = find(ex, "execute_result")
+  return c and c.data["text/plain"]
+end
+
+describe("gshell --kernel (jupyter_client)", function()
+  local r
+  setup(function() r = drive("spec/kernel/protocol.py") end)
+
+  it("--install-kernel --prefix writes kernel.json with this gshell's absolute path", function()
+    assert.truthy(r.installed:find("share/jupyter/kernels/gshell", 1, true))
+    local js = r.kernel_json
+    local exe = js:match('"argv": %[%s*"([^"]+)",%s*"%-%-kernel",%s*"{connection_file}"%s*%]')
+    assert.truthy(exe, js)
+    assert.are.equal("/", exe:sub(1, 1))
+    assert.truthy(exe:find(GSHELL:gsub("^%./", ""), 1, true), exe)
+    assert.truthy(js:find('"language": "lua"', 1, true))
+    assert.truthy(js:find('"interrupt_mode": "signal"', 1, true))
+    assert.truthy(js:find('"display_name": "gshell', 1, true))
+    -- GSHELL_SIM_GPUS at install time goes into the spec's env
+    assert.truthy(js:find('"GSHELL_SIM_GPUS": "2"', 1, true))
+  end)
+
+  it("kernel_info: protocol 5.3, Lua, the banner", function()
+    local k = r.kernel_info
+    assert.are.equal("ok", k.status)
+    assert.are.equal("5.3", k.protocol_version)
+    assert.are.equal("gshell", k.implementation)
+    assert.are.equal("lua", k.language_info.name)
+    assert.are.equal(".lua", k.language_info.file_extension)
+    assert.truthy(k.banner:find("2 SIMULATED CUDA devices", 1, true))
+  end)
+
+  it("execute: busy, execute_input, stream, execute_result, idle in that order", function()
+    local ex = r.exec_tensor
+    assert.are.same({ "status", "execute_input", "stream", "execute_result", "status" }, types(ex))
+    assert.are.equal("busy", ex.iopub[1].content.execution_state)
+    assert.are.equal("idle", ex.iopub[5].content.execution_state)
+    assert.are.equal("x = torch.ones(2)\nprint('hi')\nx", ex.iopub[2].content.code)
+    assert.are.same({ name = "stdout", text = "hi\n" }, ex.iopub[3].content)
+    assert.are.equal("ok", ex.reply.status)
+    assert.are.equal(1, ex.reply.execution_count)
+    assert.are.equal(1, ex.iopub[4].content.execution_count)
+  end)
+
+  it("execute_result text/plain is what the prompt prints", function()
+    local shown = prompt("x = torch.ones(2)\nx")
+    assert.are.equal(shown, result_text(r.exec_tensor) .. "\n")
+    assert.are.equal(prompt("1, 'two', nil"), result_text(r.exec_multi) .. "\n")
+  end)
+
+  it("locals and _ live on between cells; a trailing ; shows nothing", function()
+    assert.is_nil(find(r.exec_local, "execute_result"))
+    assert.are.equal("10", result_text(r.exec_use_local))
+    assert.are.equal("11", result_text(r.exec_underscore))
+    assert.is_nil(find(r.exec_silent_semicolon, "execute_result"))
+  end)
+
+  it("an error: ename, evalue and a traceback naming the cell's line", function()
+    local ex = r.exec_error
+    local e = find(ex, "error")
+    assert.are.equal("error", ex.reply.status)
+    assert.are.equal("Error", e.ename)
+    assert.truthy(e.evalue:find("^In%[%d+%]:2: attempt to index a nil value"), e.evalue)
+    assert.truthy(e.traceback[1]:find("In[" .. ex.reply.execution_count .. "]:2:", 1, true))
+    local frames = table.concat(e.traceback, "\n")
+    assert.truthy(frames:find("In%[%d+%]:2: in main chunk"), frames)
+    assert.are.same(e.traceback, ex.reply.traceback)
+    local s = find(r.exec_syntax, "error")
+    assert.are.equal("SyntaxError", s.ename)
+    assert.truthy(s.evalue:find("^In%[%d+%]:1:"), s.evalue)
+  end)
+
+  it("stderr is its own stream", function()
+    local c = find(r.exec_stderr, "stream")
+    assert.are.same({ name = "stderr", text = "to stderr\n" }, c)
+  end)
+
+  it("output streams while the cell runs, not at its end", function()
+    local ex = r.exec_streaming
+    local _, first = find(ex, "stream", 1)
+    local _, second = find(ex, "stream", 2)
+    assert.are.equal("first\n", first.content.text)
+    assert.are.equal("second\n", second.content.text)
+    assert.is_true(second.t - first.t > 0.3, "first came " .. (second.t - first.t) .. " s before second")
+  end)
+
+  it("silent: no execute_input or result, the count does not move, the code runs", function()
+    assert.are.same({ "status", "status" }, types(r.exec_silent))
+    assert.are.equal(r.exec_silent.reply.execution_count, r.after_silent.reply.execution_count)
+    assert.are.equal("42", result_text(r.after_silent))
+  end)
+
+  it("user_expressions are evaluated after the cell", function()
+    local ue = r.exec_user_expr.reply.user_expressions
+    assert.are.same({ status = "ok", data = { ["text/plain"] = "6" }, metadata = {} }, ue.double)
+    assert.are.equal("error", ue.bad.status)
+  end)
+
+  it("magics: %who, %timeit, %devices (simulated GPUs from the kernelspec env), ?name", function()
+    local who = stdout_of(r.magic_who)
+    for _, name in ipairs({ "a", "x", "y", "silent_ran" }) do
+      assert.truthy(("\t" .. who:gsub("\n", "\t")):find("\t" .. name .. "\t", 1, true), who)
+    end
+    assert.truthy(stdout_of(r.magic_timeit):find("per loop %(mean ± std%. dev%. of 2 runs, 10 loops each%)"))
+    local dev = stdout_of(r.magic_devices)
+    assert.truthy(dev:find("cuda:1", 1, true), dev)
+    assert.truthy(dev:find("simulated", 1, true), dev)
+    assert.are.equal("2", result_text(r.sim_gpus))
+    assert.are.equal(prompt("?torch.ones"), stdout_of(r.help_line))
+  end)
+
+  it("io.read asks the frontend through the stdin socket", function()
+    assert.are.same({ { prompt = "", password = false } }, r.stdin_prompts)
+    assert.are.equal("name? got Ann\n", stdout_of(r.stdin_read))
+    assert.are.equal("Ann", result_text(r.stdin_read))
+    assert.are.equal("42", result_text(r.stdin_number))
+    local e = find(r.stdin_refused, "error")
+    assert.truthy(e.evalue:find("allow_stdin is false", 1, true), e.evalue)
+  end)
+
+  it("complete: the prompt's completer, with the protocol's cursor positions", function()
+    local c = r.complete_global
+    assert.are.equal("ok", c.status)
+    assert.are.same({ "torch.ones", "torch.ones_like" }, c.matches)
+    assert.are.equal(0, c.cursor_start)
+    assert.are.equal(8, c.cursor_end)
+    assert.are.same({ "x:sub", "x:sub_", "x:subtract", "x:sum" }, r.complete_method.matches)
+    assert.are.equal(4, r.complete_method.cursor_start)
+    assert.are.same({ "torch.zero_", "torch.zeros", "torch.zeros_like" }, r.complete_mid.matches)
+    assert.are.equal(6, r.complete_mid.cursor_start)
+    -- positions count code points: 'é' is one
+    assert.are.equal(11, r.complete_unicode.cursor_start)
+    assert.are.equal(19, r.complete_unicode.cursor_end)
+  end)
+
+  it("inspect: the help system's text for the name at the cursor", function()
+    local want = prompt("?torch.ones"):gsub("\n$", "")
+    assert.is_true(r.inspect_name.found)
+    assert.are.equal(want, r.inspect_name.data["text/plain"])
+    assert.are.equal(want, r.inspect_call.data["text/plain"])
+    assert.truthy(r.inspect_value.data["text/plain"]:find("^Tensor of shape"))
+    assert.is_false(r.inspect_unknown.found)
+  end)
+
+  it("is_complete: the prompt's continuation logic", function()
+    assert.are.same({ status = "incomplete", indent = "" }, r.is_complete_incomplete)
+    assert.are.equal("incomplete", r.is_complete_incomplete_expr.status)
+    assert.are.equal("incomplete", r.is_complete_string.status)
+    assert.are.same({ status = "complete" }, r.is_complete_complete)
+    assert.are.same({ status = "complete" }, r.is_complete_magic)
+    assert.are.same({ status = "invalid" }, r.is_complete_invalid)
+    -- the prompt agrees: it waits for more after an unfinished line
+    assert.are.equal("1\n2\n3\n", prompt("for i = 1, 3 do\nprint(i)\nend"))
+  end)
+
+  it("history and comm_info answer (history is empty)", function()
+    assert.are.same({ status = "ok", history = {} }, r.history)
+    assert.are.same({ status = "ok", comms = {} }, r.comm_info)
+  end)
+
+  it("a message with a bad signature is dropped and logged, never run", function()
+    assert.is_false(r.bad_sig_reply)
+    assert.are.equal("nil", result_text(r.bad_sig_after))
+    assert.truthy(r.log:find("shell: message dropped: bad signature", 1, true), r.log)
+  end)
+
+  it("interrupt stops a running loop; the session lives on", function()
+    local e = find(r.interrupt_loop, "error")
+    assert.are.equal("Interrupted", e.ename)
+    assert.truthy(e.evalue:find("interrupted!$"), e.evalue)
+    assert.is_true(r.interrupt_seconds < 5, "took " .. r.interrupt_seconds .. " s")
+    assert.are.equal("true\ttensor([1., 1.])", result_text(r.after_interrupt))
+    assert.are.equal("Interrupted", find(r.interrupt_stdin, "error").ename)
+    assert.are.equal("2", result_text(r.after_interrupt_stdin))
+  end)
+
+  it("restart gives a fresh session, counting from 1", function()
+    assert.are.equal(1, r.after_restart.reply.execution_count)
+    assert.are.equal("nil", result_text(r.after_restart))
+  end)
+
+  it("shutdown: replies, then the process exits with status 0", function()
+    assert.are.same({ status = "ok", restart = false }, r.shutdown_reply)
+    assert.are.equal(0, r.exit_status)
+  end)
+end)
+
+describe("gshell --kernel under malformed messages (spec/kernel/fuzz.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/fuzz.py") end)
+
+  it("never dies: after every message it still answers kernel_info", function()
+    assert.is_true(#r.cases >= 60, #r.cases .. " cases ran")
+    for _, c in ipairs(r.cases) do
+      assert.is_true(c.alive and c.answered, c.name)
+    end
+  end)
+
+  it("drops what is not a well-signed message, with a log line", function()
+    local dropped = 0
+    for _, c in ipairs(r.cases) do
+      if c.expect == "drop" then
+        assert.is_nil(c.got, c.name)
+        dropped = dropped + 1
+      end
+    end
+    local _, logged = r.log:gsub("message dropped: ", "")
+    assert.is_true(logged >= dropped - 2, logged .. " log lines for " .. dropped .. " drops")
+    for _, why in ipairs({ "bad signature", "no <IDS|MSG> delimiter frame", "header is not JSON",
+                           "content is not a JSON object", "header has no msg_type string",
+                           "more than 64 frames", "need at least 5" }) do
+      assert.truthy(r.log:find(why, 1, true), why)
+    end
+  end)
+
+  it("answers a signed request with wrong content types by an error reply", function()
+    for _, c in ipairs(r.cases) do
+      if c.expect == "reply" then
+        assert.truthy(c.got, c.name .. ": no reply")
+        local req = c.name:match("^odd (%S+)") or c.name:match("^(%S+_request)")
+        if req then assert.are.equal(req:gsub("_request$", "_reply"), c.got.msg_type, c.name) end
+        if not c.name:match("^odd") and not c.name:match("MiB") then
+          assert.are.equal("error", c.got.status, c.name)
+          assert.truthy(c.got.evalue:find("must be", 1, true) or c.got.evalue:find("Expected", 1, true), c.got.evalue)
+        end
+      end
+    end
+  end)
+
+  it("then runs a cell and shuts down cleanly (status 0)", function()
+    local c
+    for _, m in ipairs(r.after.iopub) do if m.msg_type == "execute_result" then c = m.content end end
+    assert.are.equal("still here", c.data["text/plain"])
+    assert.are.equal(0, r.exit_status)
+  end)
+end)
+
+describe("examples/gpu_chapter.ipynb (nbclient, spec/kernel/notebook.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/notebook.py") end)
+
+  it("is a notebook for the gshell kernel", function()
+    assert.are.equal("gshell", r.kernel)
+    assert.is_true(#r.cells >= 15, #r.cells .. " code cells")
+  end)
+
+  it("runs end to end, every cell numbered in order", function()
+    for i, c in ipairs(r.cells) do assert.are.equal(i, c.count, c.source) end
+  end)
+
+  it("gives the outputs stored in it, cell by cell", function()
+    for _, c in ipairs(r.cells) do
+      assert.are.same(c.expected, c.actual, c.source)
+    end
+  end)
+end)
