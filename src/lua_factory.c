@@ -30,13 +30,15 @@ static bool is_options(lua_State *L, int idx) {
 
 /* Reads a trailing options table into o; returns the index of the last
  * positional argument. */
-static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev) {
+static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev, const char *fname) {
+  static const char *const keys[] = {"device", "dtype", "requires_grad"};
   int top = lua_gettop(L);
   o->device = dev;
   o->dtype = def;
   o->has_dtype = false;
   o->requires_grad = false;
   if (top < 1 || !is_options(L, top)) return top;
+  gsL_checkoptions(L, top, fname, keys, GSL_NKEYS(keys));
   if (gsL_optfield(L, top, "device")) { o->device = gsL_checkdevice(L, -1); lua_pop(L, 1); }
   if (gsL_optfield(L, top, "dtype")) {
     /* checked at its absolute index: at -1 a non-dtype was reported as "bad argument #-1" */
@@ -51,8 +53,8 @@ static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev) {
   return top - 1;
 }
 
-static int read_opts(lua_State *L, opts *o, gs_dtype def) {
-  return read_opts_on(L, o, def, gsL_default_device());
+static int read_opts(lua_State *L, opts *o, gs_dtype def, const char *fname) {
+  return read_opts_on(L, o, def, gsL_default_device(), fname);
 }
 
 /* requires_grad on a fresh leaf (the engine refuses non-floating ones) */
@@ -119,7 +121,7 @@ static void nest_fill(lua_State *L, int idx, int d, const gs_tensor *t, int64_t 
 
 static int l_tensor(lua_State *L) {
   opts o;
-  int last = read_opts(L, &o, GS_FLOAT32);
+  int last = read_opts(L, &o, GS_FLOAT32, "torch.tensor");
   if (last < 1) return luaL_error(L, "torch.tensor: expected data (a number, boolean or nested table of them)");
   gs_tensor *src = gsL_testtensor(L, 1), *t, *r;
   if (src) { /* a copy, like torch.tensor(t) */
@@ -144,9 +146,9 @@ static int l_tensor(lua_State *L) {
 
 /* ---- shape-taking factories ---- */
 
-static int filled(lua_State *L, gs_scalar v) {
+static int filled(lua_State *L, gs_scalar v, const char *fname) {
   opts o;
-  int last = read_opts(L, &o, GS_FLOAT32);
+  int last = read_opts(L, &o, GS_FLOAT32, fname);
   int64_t shape[GS_MAX_DIMS];
   int n = gsL_checksizes(L, 1, last, shape);
   gs_tensor *t;
@@ -154,12 +156,12 @@ static int filled(lua_State *L, gs_scalar v) {
   finish(L, t, &o);
   return 1;
 }
-static int l_ones(lua_State *L) { return filled(L, gs_scalar_i(1)); }
-static int l_zeros(lua_State *L) { return filled(L, gs_scalar_i(0)); }
+static int l_ones(lua_State *L) { return filled(L, gs_scalar_i(1), "torch.ones"); }
+static int l_zeros(lua_State *L) { return filled(L, gs_scalar_i(0), "torch.zeros"); }
 
 static int l_empty(lua_State *L) {
   opts o;
-  int last = read_opts(L, &o, GS_FLOAT32);
+  int last = read_opts(L, &o, GS_FLOAT32, "torch.empty");
   int64_t shape[GS_MAX_DIMS];
   int n = gsL_checksizes(L, 1, last, shape);
   gs_tensor *t;
@@ -170,7 +172,7 @@ static int l_empty(lua_State *L) {
 
 static int l_full(lua_State *L) {
   opts o;
-  int last = read_opts(L, &o, GS_FLOAT32);
+  int last = read_opts(L, &o, GS_FLOAT32, "torch.full");
   if (last < 2) return luaL_error(L, "torch.full(size, value): expected a size and a fill value");
   gs_scalar v;
   gs_dtype inferred;
@@ -187,7 +189,7 @@ static int l_full(lua_State *L) {
 
 static int random_factory(lua_State *L, bool normal) {
   opts o;
-  int last = read_opts(L, &o, GS_FLOAT32);
+  int last = read_opts(L, &o, GS_FLOAT32, normal ? "torch.randn" : "torch.rand");
   int64_t shape[GS_MAX_DIMS];
   int n = gsL_checksizes(L, 1, last, shape);
   if (!gs_dtype_is_float(o.dtype))
@@ -205,7 +207,7 @@ static int l_randn(lua_State *L) { return random_factory(L, true); }
 /* randint(low, high, size) or randint(high, size) */
 static int l_randint(lua_State *L) {
   opts o;
-  int last = read_opts(L, &o, GS_INT64);
+  int last = read_opts(L, &o, GS_INT64, "torch.randint");
   int size_at = lua_istable(L, 2) || (last == 2 && !lua_istable(L, 3)) ? 2 : 3;
   if (last == 2 && !lua_istable(L, 2)) return luaL_error(L, "torch.randint(low, high, size): expected a size table");
   lua_Integer lo = size_at == 3 ? luaL_checkinteger(L, 1) : 0, hi = luaL_checkinteger(L, size_at - 1);
@@ -221,7 +223,7 @@ static int l_randint(lua_State *L) {
 
 static int l_randperm(lua_State *L) {
   opts o;
-  read_opts(L, &o, GS_INT64);
+  read_opts(L, &o, GS_INT64, "torch.randperm");
   gs_tensor *t, *r;
   gsL_check(L, gs_randperm(o.device, luaL_checkinteger(L, 1), &t));
   /* 1-based like every index Lua sees */
@@ -235,7 +237,7 @@ static int l_randperm(lua_State *L) {
 /* arange(n), arange(a, b[, step]): int64 unless a bound is a float */
 static int l_arange(lua_State *L) {
   opts o;
-  int last = read_opts(L, &o, GS_INT64);
+  int last = read_opts(L, &o, GS_INT64, "torch.arange");
   if (last < 1 || last > 3) return luaL_error(L, "torch.arange(n) or torch.arange(a, b[, step]) expected");
   bool any_float = false;
   for (int i = 1; i <= last; i++) { luaL_checknumber(L, i); if (!lua_isinteger(L, i)) any_float = true; }
@@ -270,7 +272,7 @@ static int l_arange(lua_State *L) {
 
 static int l_linspace(lua_State *L) {
   opts o;
-  read_opts(L, &o, GS_FLOAT32);
+  read_opts(L, &o, GS_FLOAT32, "torch.linspace");
   gs_tensor *t;
   gsL_check(L, gs_linspace(o.device, o.dtype, luaL_checknumber(L, 1), luaL_checknumber(L, 2), luaL_checkinteger(L, 3), &t));
   finish(L, t, &o);
@@ -279,7 +281,7 @@ static int l_linspace(lua_State *L) {
 
 static int l_eye(lua_State *L) {
   opts o;
-  int last = read_opts(L, &o, GS_FLOAT32);
+  int last = read_opts(L, &o, GS_FLOAT32, "torch.eye");
   lua_Integer n = luaL_checkinteger(L, 1), m = last >= 2 ? luaL_checkinteger(L, 2) : n;
   if (n < 0 || m < 0) return luaL_error(L, "torch.eye: n and m must be non-negative, got %d and %d", (int)n, (int)m);
   gs_tensor *t;
@@ -291,9 +293,29 @@ static int l_eye(lua_State *L) {
 /* *_like(x[, value][, opts]): x's shape, dtype and device unless overridden */
 static int like(lua_State *L) {
   int kind = (int)lua_tointeger(L, lua_upvalueindex(1)); /* 0 zeros 1 ones 2 empty 3 rand 4 randn 5 full */
+  static const char *const names[] = {"torch.zeros_like", "torch.ones_like", "torch.empty_like",
+                                      "torch.rand_like", "torch.randn_like", "torch.full_like"};
   gs_tensor *x = gsL_checktensor(L, 1);
   opts o;
-  read_opts_on(L, &o, x->dtype, gs_tensor_device(x));
+  int last = read_opts_on(L, &o, x->dtype, gs_tensor_device(x), names[kind]);
+  /* torch.ones_like(x, 'cuda') used to drop its 'cuda' silently: the only
+   * positional argument after x is full_like's value */
+  if (last > (kind == 5 ? 2 : 1)) {
+    int at = kind == 5 ? 3 : 2;
+    gs_dtype dt;
+    bool is_dtype = gsL_testdtype(L, at, &dt) && lua_type(L, at) != LUA_TSTRING;
+    if (is_dtype)
+      return luaL_error(L, "%s: a dtype goes in the options table: %s(x%s, {dtype = torch.%s})", names[kind],
+                        names[kind], kind == 5 ? ", value" : "", gs_dtype_name(dt));
+    if (lua_type(L, at) == LUA_TSTRING || luaL_testudata(L, at, GSL_DEVICE_MT) || lua_isinteger(L, at)) {
+      bool quote = lua_type(L, at) == LUA_TSTRING;
+      const char *d = luaL_tolstring(L, at, NULL);
+      return luaL_error(L, "%s: a device goes in the options table: %s(x%s, {device = %s%s%s})", names[kind],
+                        names[kind], kind == 5 ? ", value" : "", quote ? "'" : "", d, quote ? "'" : "");
+    }
+    return luaL_error(L, "%s(x%s[, options]): unexpected argument #%d (a %s)", names[kind],
+                      kind == 5 ? ", value" : "", at, luaL_typename(L, at));
+  }
   gs_tensor *t;
   gs_status s;
   if (kind == 5) {

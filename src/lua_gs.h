@@ -48,6 +48,12 @@ static inline int64_t gsL_pos0(lua_Integer i) { return i > 0 ? i - 1 : i == 0 ? 
 
 /* Options table helpers: field of the table at idx, or nil. */
 bool gsL_optfield(lua_State *L, int idx, const char *name); /* pushes it when present */
+/* An unknown key in the options table at idx is an error naming it, the
+ * nearest allowed key and all of them (lua_options.c). _problem pushes the
+ * message and returns it, or returns NULL and pushes nothing. */
+void gsL_checkoptions(lua_State *L, int idx, const char *fname, const char *const *allowed, int n);
+const char *gsL_options_problem(lua_State *L, int idx, const char *fname, const char *const *allowed, int n);
+#define GSL_NKEYS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* The default device and dtype factories use. */
 gs_device gsL_default_device(void);
@@ -57,6 +63,7 @@ void gsL_set_default_device(gs_device d);
 void gsL_open_tensor(lua_State *L);   /* lua_tensor*.c: metatable and methods */
 void gsL_open_factory(lua_State *L);  /* lua_factory.c */
 void gsL_open_device(lua_State *L);   /* lua_device.c: torch.device, dtypes, torch.cuda */
+void gsL_open_options(lua_State *L);  /* lua_options.c: torch._options_error */
 
 int luaopen_torch(lua_State *L);
 

@@ -27,7 +27,9 @@ static double opt_bound(lua_State *L, int idx) {
 }
 /* clamp(min, max) or clamp({min=, max=}); either bound may be nil */
 static void clamp_args(lua_State *L, double *args) {
+  static const char *const keys[] = {"min", "max"};
   if (lua_istable(L, 2)) {
+    gsL_checkoptions(L, 2, "clamp", keys, GSL_NKEYS(keys));
     args[0] = gsL_optfield(L, 2, "min") ? (lua_pop(L, 1), (lua_getfield(L, 2, "min"), opt_bound(L, -1))) : NAN;
     args[1] = gsL_optfield(L, 2, "max") ? (lua_pop(L, 1), (lua_getfield(L, 2, "max"), opt_bound(L, -1))) : NAN;
   } else {
@@ -89,6 +91,8 @@ static int add_sub(lua_State *L, gs_binary_op op) {
   gs_scalar alpha = gs_scalar_i(1);
   bool has_alpha = false;
   if (lua_gettop(L) >= 3) {
+    static const char *const keys[] = {"alpha"};
+    if (lua_istable(L, 3)) gsL_checkoptions(L, 3, op == GS_B_ADD ? "add" : "sub", keys, GSL_NKEYS(keys));
     if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) { lua_replace(L, 3); }
     check_alpha(L, 3);
     if (lua_isinteger(L, 3)) alpha = gs_scalar_i(lua_tointeger(L, 3));
@@ -122,6 +126,8 @@ static int binary_(lua_State *L) {
   gs_binary_op op = (gs_binary_op)lua_tointeger(L, lua_upvalueindex(1));
   gs_tensor *x = gsL_checktensor(L, 1), *y, *scaled = NULL;
   if ((op == GS_B_ADD || op == GS_B_SUB) && lua_gettop(L) >= 3) {
+    static const char *const keys[] = {"alpha"};
+    if (lua_istable(L, 3)) gsL_checkoptions(L, 3, op == GS_B_ADD ? "add_" : "sub_", keys, GSL_NKEYS(keys));
     if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
     check_alpha(L, 3);
     double alpha = luaL_checknumber(L, 3);
@@ -181,10 +187,14 @@ static int m_normal_(lua_State *L) {
 /* ---- reductions ---- */
 
 /* Reads (dim, keepdim) at positions 2 and 3; dim -1 (engine) = all. */
-static int reduce_dim(lua_State *L, gs_tensor *x, bool *keepdim) {
+static int reduce_dim(lua_State *L, gs_tensor *x, bool *keepdim, const char *name) {
+  bool var = strcmp(name, "var") == 0 || strcmp(name, "std") == 0;
+  static const char *const keys[] = {"dim", "keepdim"}, *const var_keys[] = {"dim", "keepdim", "correction", "unbiased"};
   int d = -1;
   *keepdim = false;
   if (lua_istable(L, 2)) { /* sum({dim=, keepdim=}) */
+    if (var) gsL_checkoptions(L, 2, name, var_keys, GSL_NKEYS(var_keys));
+    else gsL_checkoptions(L, 2, name, keys, GSL_NKEYS(keys));
     if (gsL_optfield(L, 2, "keepdim")) { *keepdim = lua_toboolean(L, -1); lua_pop(L, 1); }
     if (gsL_optfield(L, 2, "dim")) { d = gsL_checkdim(L, lua_gettop(L), x->ndim); lua_pop(L, 1); }
     return d;
@@ -206,8 +216,9 @@ static int reduce(lua_State *L) {
     lua_settop(L, 2);
     return gsL_binary(L, op == GS_R_MAX ? GS_B_MAXIMUM : GS_B_MINIMUM);
   }
+  static const char *const rnames[GS_R_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin"};
   bool keepdim;
-  int d = reduce_dim(L, x, &keepdim);
+  int d = reduce_dim(L, x, &keepdim, rnames[op]);
   bool pair = (op == GS_R_MAX || op == GS_R_MIN) && d >= 0;
   gs_status s = op == GS_R_SUM ? gs_ag_sum(x, d, keepdim, &v)
               : op == GS_R_MAX || op == GS_R_MIN ? gs_ag_extremum(x, op == GS_R_MAX, d, keepdim, &v, pair ? &i : NULL)
@@ -228,7 +239,7 @@ static int reduce(lua_State *L) {
 static int m_mean(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   bool keepdim;
-  int d = reduce_dim(L, x, &keepdim);
+  int d = reduce_dim(L, x, &keepdim, "mean");
   gsL_check(L, gs_ag_mean(x, d, keepdim, &r));
   gsL_pushtensor(L, r);
   return 1;
@@ -239,7 +250,7 @@ static int var_std(lua_State *L) {
   bool take_sqrt = lua_tointeger(L, lua_upvalueindex(1)) != 0; /* 0 is true in Lua */
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   bool keepdim;
-  int d = reduce_dim(L, x, &keepdim);
+  int d = reduce_dim(L, x, &keepdim, take_sqrt ? "std" : "var");
   int64_t correction = 1;
   if (lua_istable(L, 2)) {
     if (gsL_optfield(L, 2, "correction")) { correction = luaL_checkinteger(L, -1); lua_pop(L, 1); }
@@ -290,6 +301,8 @@ static int m_allclose(lua_State *L) {
   bool ok;
   double rtol = 1e-5, atol = 1e-8;
   if (lua_istable(L, 3) && !gsL_testtensor(L, 3)) {
+    static const char *const keys[] = {"rtol", "atol"};
+    gsL_checkoptions(L, 3, "allclose", keys, GSL_NKEYS(keys));
     if (gsL_optfield(L, 3, "rtol")) { rtol = luaL_checknumber(L, -1); lua_pop(L, 1); }
     if (gsL_optfield(L, 3, "atol")) { atol = luaL_checknumber(L, -1); lua_pop(L, 1); }
   } else {

@@ -219,11 +219,18 @@ static int m_to(lua_State *L) {
   gs_dtype dt = x->dtype;
   gs_tensor *other = gsL_testtensor(L, 2);
   if (other) { dev = gs_tensor_device(other); dt = other->dtype; }
-  else if (lua_istable(L, 2) && !luaL_testudata(L, 2, GSL_DEVICE_MT)) {
-    if (gsL_optfield(L, 2, "device")) { dev = gsL_checkdevice(L, -1); lua_pop(L, 1); }
-    if (gsL_optfield(L, 2, "dtype")) { dt = gsL_checkdtype(L, -1); lua_pop(L, 1); }
-  } else {
-    for (int i = 2; i <= lua_gettop(L); i++) {
+  else {
+    /* positional device and/or dtype, then an optional options table;
+     * non_blocking is accepted (a synchronous copy honours it) */
+    static const char *const keys[] = {"device", "dtype", "non_blocking"};
+    int last = lua_gettop(L);
+    if (last >= 2 && lua_type(L, last) == LUA_TTABLE) {
+      gsL_checkoptions(L, last, "to", keys, GSL_NKEYS(keys));
+      if (gsL_optfield(L, last, "device")) { dev = gsL_checkdevice(L, -1); lua_pop(L, 1); }
+      if (gsL_optfield(L, last, "dtype")) { dt = gsL_checkdtype(L, lua_gettop(L)); lua_pop(L, 1); }
+      last--;
+    }
+    for (int i = 2; i <= last; i++) {
       if (lua_isnil(L, i)) continue;
       if (!gsL_testdtype(L, i, &dt)) dev = gsL_checkdevice(L, i);
     }
@@ -234,6 +241,13 @@ static int m_to(lua_State *L) {
 static int m_cuda(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   gs_device dev = {GS_CUDA, -1};
+  static const char *const keys[] = {"device", "non_blocking"};
+  int last = lua_gettop(L);
+  if (last >= 2 && lua_type(L, last) == LUA_TTABLE) { /* x:cuda([i, ]{non_blocking = true}) */
+    gsL_checkoptions(L, last, "cuda", keys, GSL_NKEYS(keys));
+    if (gsL_optfield(L, last, "device")) { dev = gsL_checkdevice(L, -1); lua_pop(L, 1); }
+    lua_settop(L, --last);
+  }
   if (!lua_isnoneornil(L, 2)) dev = gsL_checkdevice(L, 2);
   if (dev.type != GS_CUDA) return luaL_error(L, "cuda(): expected a CUDA device, got %s", lua_tostring(L, 2));
   gsL_check(L, gs_ag_to(x, dev, x->dtype, &r));

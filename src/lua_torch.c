@@ -94,6 +94,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_tensor(L);
   gsL_open_factory(L);
   gsL_open_device(L);
+  gsL_open_options(L);
   gsL_open_serialize(L);
   gsL_open_autograd(L);
   lua_pushliteral(L, GS_VERSION);

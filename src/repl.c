@@ -282,7 +282,17 @@ int gsR_repl(lua_State *L, int use_readline, int show_prompts) {
     const char *prompt = len ? GSHELL_PROMPT2 : GSHELL_PROMPT;
     char *line = NULL;
     int st = use_readline ? read_rl(prompt, &line) : read_plain(show_prompts ? prompt : NULL, &line);
-    if (st == LINE_EOF) break;
+    if (st == LINE_EOF) {
+      /* Ctrl-D inside an unfinished statement drops the statement, not
+       * the session; a second one at the empty prompt leaves */
+      if (len == 0) break;
+      free(buf);
+      buf = NULL;
+      len = 0;
+      fputs("(unfinished statement abandoned; Ctrl-D again to leave)\n", stdout);
+      fflush(stdout);
+      continue;
+    }
     if (st == LINE_INTR) {
       free(buf);
       buf = NULL;

@@ -83,6 +83,8 @@ local function save(obj, path, opts)
   local names, tensors, kind = flatten(obj)
   local meta = { format = "pt", [KIND] = kind }
   if opts ~= nil and type(opts) ~= "table" then error("torch.save: options must be a table", 2) end
+  local msg = opts and torch._options_error(opts, "torch.save", { "metadata" })
+  if msg then error(msg, 2) end
   for k, v in pairs(opts and opts.metadata or {}) do
     if type(k) ~= "string" or type(v) ~= "string" then
       error("torch.save: metadata keys and values must be strings", 2)
@@ -117,9 +119,8 @@ end
 local function check_opts(opts)
   if opts == nil then return nil end
   if type(opts) ~= "table" then error("torch.load: options must be a table, e.g. {map_location = 'cpu'}", 3) end
-  for k in pairs(opts) do
-    if k ~= "map_location" then error("torch.load: unknown option '" .. tostring(k) .. "'", 3) end
-  end
+  local msg = torch._options_error(opts, "torch.load", { "map_location" })
+  if msg then error(msg, 3) end
   return opts.map_location
 end
 

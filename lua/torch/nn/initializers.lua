@@ -4,6 +4,7 @@
 -- fan_in = in * receptive field, fan_out = out * receptive field.
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 
 local I = {}
 
@@ -66,6 +67,7 @@ end
 -- kaiming_uniform_(t[, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}])
 function I.kaiming_uniform_(t, opts)
   opts = opts or {}
+  check_options(opts, "nn.init.kaiming_uniform_", { "a", "mode", "nonlinearity" })
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
   local std = gain / math.sqrt(fan(t, opts.mode))
   local bound = math.sqrt(3.0) * std
@@ -74,6 +76,7 @@ end
 
 function I.kaiming_normal_(t, opts)
   opts = opts or {}
+  check_options(opts, "nn.init.kaiming_normal_", { "a", "mode", "nonlinearity" })
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
   return I.normal_(t, 0, gain / math.sqrt(fan(t, opts.mode)))
 end

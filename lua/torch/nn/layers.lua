@@ -2,6 +2,7 @@
 -- parameter-free layers (activations, Flatten, Dropout, Identity, ...).
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 local base = require("torch.nn.module")
 local init = require("torch.nn.initializers")
 
@@ -31,6 +32,7 @@ function Linear:init(in_features, out_features, opts)
   local bias = true
   if type(opts) == "boolean" then bias = opts; opts = {} end
   opts = opts_of(opts)
+  check_options(opts, "nn.Linear", { "bias", "device", "dtype" })
   if opts.bias ~= nil then bias = opts.bias and true or false end
   local function empty(...)
     if opts.device == nil and opts.dtype == nil then return torch.empty(...) end
@@ -181,7 +183,7 @@ for _, kind in ipairs({ "Softmax", "LogSoftmax" }) do
   local C = Module:extend(kind)
   local method = kind == "Softmax" and "softmax" or "log_softmax"
   function C:init(dim)
-    if type(dim) == "table" then dim = dim.dim end
+    if type(dim) == "table" then check_options(dim, "nn." .. kind, { "dim" }); dim = dim.dim end
     self.dim = dim
   end
   function C:forward(x)
@@ -202,6 +204,7 @@ local Flatten = Module:extend("Flatten")
 L.Flatten = Flatten
 
 function Flatten:init(start_dim, end_dim)
+  if type(start_dim) == "table" then check_options(start_dim, "nn.Flatten", { "start_dim", "end_dim" }) end
   if type(start_dim) == "table" then start_dim, end_dim = start_dim.start_dim, start_dim.end_dim end
   self.start_dim = start_dim or 2
   self.end_dim = end_dim or -1
@@ -223,8 +226,8 @@ local Dropout = Module:extend("Dropout")
 L.Dropout = Dropout
 
 function Dropout:init(p, inplace)
-  if type(p) == "table" then p, inplace = p.p, p.inplace end
-  if type(inplace) == "table" then inplace = inplace.inplace end
+  if type(p) == "table" then check_options(p, "nn.Dropout", { "p", "inplace" }); p, inplace = p.p, p.inplace end
+  if type(inplace) == "table" then check_options(inplace, "nn.Dropout", { "inplace" }); inplace = inplace.inplace end
   if p == nil then p = 0.5 end
   if type(p) ~= "number" or p < 0 or p > 1 then
     fail("dropout probability has to be between 0 and 1, but got " .. tostring(p))

@@ -2,6 +2,7 @@
 -- loss(input, target) and take {reduction = "mean" | "sum" | "none"}.
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 local base = require("torch.nn.module")
 
 local Module = base.Module
@@ -12,7 +13,10 @@ local REDUCTIONS = { mean = true, sum = true, none = true }
 local function reduction_of(opts, who)
   local r = "mean"
   if type(opts) == "string" then r = opts
-  elseif type(opts) == "table" and opts.reduction ~= nil then r = opts.reduction end
+  elseif type(opts) == "table" then
+    check_options(opts, who, { "reduction" })
+    if opts.reduction ~= nil then r = opts.reduction end
+  end
   if not REDUCTIONS[r] then
     fail(string.format("%s: reduction must be 'mean', 'sum' or 'none', got %s", who, tostring(r)))
   end

@@ -9,6 +9,7 @@
 -- goes through __newindex and a field can change kind later.
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 
 local M = {}
 
@@ -484,6 +485,7 @@ end
 --   for name, p in net:named_parameters() do print(name, p:size()) end
 function Module:named_parameters(opts)
   opts = opts or {}
+  check_options(opts, "named_parameters", { "prefix", "recurse" })
   return named_list(named_members(self, "_parameters", opts.recurse, opts.prefix))
 end
 
@@ -496,6 +498,7 @@ end
 
 function Module:named_buffers(opts)
   opts = opts or {}
+  check_options(opts, "named_buffers", { "prefix", "recurse" })
   return named_list(named_members(self, "_buffers", opts.recurse, opts.prefix))
 end
 
@@ -533,6 +536,7 @@ end
 -- Forgets the gradients (sets .grad to nil, PyTorch 2's default), or
 -- zeroes them in place with {set_to_none = false}.
 function Module:zero_grad(opts)
+  check_options(opts, "zero_grad", { "set_to_none" })
   local set_to_none = not (type(opts) == "table" and opts.set_to_none == false) and opts ~= false
   for _, p in ipairs(self:parameters()) do
     local g = p.grad
@@ -582,6 +586,7 @@ function Module:to(a, b)
     if n == "torch.dtype" then dtype = v
     elseif n == "torch.device" or type(v) == "string" or math.type(v) == "integer" then device = v
     elseif type(v) == "table" then
+      check_options(v, "to", { "device", "dtype", "non_blocking" })
       if v.device ~= nil then device = v.device end
       if v.dtype ~= nil then dtype = v.dtype end
     else
@@ -633,6 +638,7 @@ end
 
 function Module:state_dict(opts)
   opts = opts or {}
+  check_options(opts, "state_dict", { "prefix", "keep_vars" })
   local out = {}
   save_state(self, opts.prefix or "", out, opts.keep_vars)
   return OrderedDict(out)
@@ -658,6 +664,7 @@ function Module:load_state_dict(sd, opts)
   if type(sd) ~= "table" then
     fail("Expected state_dict to be a table of names to tensors, got " .. type(sd))
   end
+  check_options(opts, "load_state_dict", { "strict" })
   local strict = not (opts == false or (type(opts) == "table" and opts.strict == false))
   local own = {}
   save_state(self, "", own, true)

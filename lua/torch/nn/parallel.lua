@@ -11,6 +11,7 @@
 -- records `to`.
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 local base = require("torch.nn.module")
 
 local Module, OMap = base.Module, base.OMap
@@ -160,6 +161,7 @@ function DataParallel:init(module, opts)
     fail("nn.DataParallel: expected a module to wrap, got " .. type(module))
   end
   opts = opts or {}
+  check_options(opts, "nn.DataParallel", { "device_ids", "output_device", "dim" })
   self.module = module
   self.dim = opts.dim or 1
   if math.type(self.dim) ~= "integer" then fail("nn.DataParallel: dim must be an integer") end

@@ -7,6 +7,7 @@
 -- parameter lives on; per-parameter state lives beside its parameter.
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 
 local optim = {}
 
@@ -67,6 +68,10 @@ function Optimizer:add_param_group(group)
   if type(group) ~= "table" or type(group.params) ~= "table" then
     fail("a parameter group must be a table with a `params` list")
   end
+  local allowed = { "params" }
+  for k in pairs(self.defaults) do allowed[#allowed + 1] = k end
+  table.sort(allowed)
+  check_options(group, "a parameter group of " .. self.__name, allowed)
   local g = {}
   for k, v in pairs(group) do g[k] = v end
   local ps = {}
@@ -95,6 +100,7 @@ end
 -- Forgets the gradients (.grad = nil, PyTorch 2's default), or zeroes
 -- them in place with {set_to_none = false}.
 function Optimizer:zero_grad(opts)
+  check_options(opts, "zero_grad", { "set_to_none" })
   local set_to_none = not (type(opts) == "table" and opts.set_to_none == false) and opts ~= false
   for _, g in ipairs(self.param_groups) do
     for _, p in ipairs(g.params) do
@@ -204,6 +210,7 @@ optim.SGD = SGD
 
 function SGD:init(params, opts)
   opts = opts or {}
+  check_options(opts, "optim.SGD", { "lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize" })
   local d = {
     lr = opts.lr == nil and 1e-3 or opts.lr,
     momentum = opts.momentum or 0,
@@ -261,6 +268,7 @@ optim.Adam = Adam
 
 function Adam:init(params, opts)
   opts = opts or {}
+  check_options(opts, "optim.Adam", { "lr", "betas", "eps", "weight_decay", "amsgrad", "maximize" })
   local betas = opts.betas or { 0.9, 0.999 }
   local d = {
     lr = opts.lr == nil and 1e-3 or opts.lr,

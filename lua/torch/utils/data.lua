@@ -11,6 +11,7 @@
 --   for batch in loader do local X, y = batch[1], batch[2] ... end
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
+local check_options = require("torch.utils.errors").check_options
 
 local D = {}
 
@@ -176,6 +177,7 @@ D.DataLoader = DataLoader
 
 local function new_loader(_, dataset, opts)
   opts = opts or {}
+  check_options(opts, "DataLoader", { "batch_size", "shuffle", "drop_last", "collate_fn" })
   if type(dataset) ~= "table" then
     fail("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset))
   end

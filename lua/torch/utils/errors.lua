@@ -18,4 +18,15 @@ function E.fail(msg)
   error(msg, user_level())
 end
 
+-- check_options(opts, where, allowed): an options table (keyword
+-- arguments) may only have the keys in the list `allowed`; anything else is
+-- an error at the user's line naming the key, the nearest allowed one and
+-- all of them. The check itself is torch._options_error, shared with the
+-- C factories, so every options table in the API answers the same way.
+function E.check_options(opts, where, allowed)
+  if type(opts) ~= "table" or getmetatable(opts) ~= nil then return end
+  local msg = require("torch")._options_error(opts, where, allowed)
+  if msg then error(msg, user_level()) end
+end
+
 return E
