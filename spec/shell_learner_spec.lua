@@ -31,3 +31,133 @@ describe("Ctrl-D", function()
     assert.are.equal("(unfinished statement abandoned; Ctrl-D again to leave)\n", out)
   end)
 end)
+
+describe("Python habits", function()
+  it("a method called with `.` gets the `:` form", function()
+    local _, err = R.prompt({
+      "net = nn.Sequential(nn.Linear(3, 1))",
+      "net.parameters()",
+      "x = torch.ones(2, 3)",
+      "x.cuda(1)",
+      "y = x.sum()",
+      "opt = optim.SGD(net:parameters(), {lr = 0.1})",
+      "opt.zero_grad()",
+      "torch.ones(2)",  -- a function in a plain table: no hint, no error
+    })
+    assert.truthy(has(err, "hint: `net.parameters()` calls the method without its object; Lua needs a colon: `net:parameters()`"), err)
+    assert.truthy(has(err, "`x:cuda(1)`"), err)
+    assert.truthy(has(err, "`x:sum()`"), err)
+    assert.truthy(has(err, "`opt:zero_grad()`"), err)
+    assert.falsy(has(err, "torch:ones"), err)
+    -- every error names the user's line, none a library file
+    assert.falsy(has(err, "lua/torch/"), err)
+    assert.truthy(has(err, "stdin:1: "), err)
+  end)
+
+  it("import torch is a note; other imports explain require", function()
+    local out, err = R.prompt({ "import torch", "from torch import nn", "import numpy as np", "print(nn ~= nil)" })
+    assert.truthy(has(out, "torch is already loaded in gshell"), out)
+    assert.truthy(has(out, "true"), out)
+    assert.truthy(has(err, "`import numpy as np` is Python; gshell speaks Lua"), err)
+    assert.truthy(has(err, "require('numpy')"), err)
+  end)
+
+  it("!nvidia-smi without the program points to torch.cuda.smi() and %devices", function()
+    local have = os.execute("command -v nvidia-smi >/dev/null 2>&1")
+    local _, err = R.prompt({ "!nvidia-smi" })
+    if not have then
+      assert.truthy(has(err, "nvidia-smi is not installed here"), err)
+      assert.truthy(has(err, "torch.cuda.smi()"), err)
+      assert.truthy(has(err, "%devices"), err)
+    end
+  end)
+
+  it("position 0 says positions are 1-based, naming the first", function()
+    local _, err = R.prompt({ "net = nn.Sequential(nn.Linear(3, 1))", "net[0]", "x = torch.ones(2, 3)",
+      "x.shape[0]", "x[0]" })
+    assert.truthy(has(err, "stdin:1: Sequential index 0: positions are 1-based"), err)
+    assert.truthy(has(err, "hint: positions are 1-based in Lua: the first is `net[1]`"), err)
+    assert.truthy(has(err, "torch.Size index 0: positions are 1-based in gshell, the first size is shape[1]"), err)
+    assert.truthy(has(err, "the first is `x.shape[1]`"), err)
+    assert.truthy(has(err, "index 0 is out of bounds: positions are 1-based"), err)
+  end)
+
+  it("torch.save(net, path) says modules are saved through net:state_dict()", function()
+    local dir = R.tmpdir()
+    local _, err = R.prompt({ "net = nn.Linear(2, 1)", "torch.save(net, '" .. dir .. "/n.st')" })
+    assert.truthy(has(err, "stdin:1: torch.save: a module is saved through its state dict: " ..
+      "torch.save(net:state_dict(), path)"), err)
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+end)
+
+describe("error locations", function()
+  it("name the user's line for errors from the C engine, the Lua library and plain error()", function()
+    local _, err = R.prompt({
+      "local a = 1",
+      "torch.ones(2) + torch.ones(3)",
+      "nn.Linear(2, 'x')",
+      "nn.Sequential(nn.Linear(2, 1))(torch.ones(1, 3))",
+      "if true then\n  error('boom')\nend",
+    }, { "--sim-gpus", "1" })
+    local lines = {}
+    for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal(4, #lines, err)
+    for _, l in ipairs(lines) do assert.truthy(l:match("^stdin:%d+: "), l) end
+    assert.truthy(lines[4]:match("^stdin:2: boom"), err)
+  end)
+
+  it("%tb shows the failing call down to the user's line, without the shell's frames", function()
+    local out = R.prompt({ "function f() error('deep') end", "f()", "%tb" })
+    assert.truthy(has(out, "stdin:1: deep\nstack traceback:"), out)
+    assert.truthy(has(out, "in function 'f'"), out)
+    assert.truthy(has(out, "stdin:1: in main chunk"), out)
+    assert.falsy(has(out, "xpcall"), out)
+    assert.falsy(has(out, "lua/torch/shell"), out)
+  end)
+
+  it("a script's errors from the library name the script's line", function()
+    local dir = R.tmpdir()
+    R.write_file(dir .. "/s.lua", "local x = 1\nlocal net = nn.Linear(2, 1, {bais = true})\n")
+    local _, err, code = R.run({ dir .. "/s.lua" })
+    assert.are.equal(1, code)
+    assert.truthy(err:find(dir .. "/s.lua:2: nn.Linear: unknown option 'bais'", 1, true), err)
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+end)
+
+describe("what the prompt prints", function()
+  it("an optimiser as PyTorch prints it; load_state_dict's result; nothing for no values", function()
+    local out = R.prompt({
+      "net = nn.Linear(2, 1)",
+      "opt = optim.SGD(net:parameters(), {lr = 0.1, momentum = 0.9})",
+      "opt",
+      "net:load_state_dict(net:state_dict())",
+      "net:load_state_dict({weight = net.weight}, {strict = false})",
+      "opt:step()",
+      "optim.Adam(net:parameters())",
+    })
+    assert.are.equal(table.concat({
+      "SGD (",
+      "Parameter Group 0",
+      "    dampening: 0",
+      "    lr: 0.1",
+      "    maximize: False",
+      "    momentum: 0.9",
+      "    nesterov: False",
+      "    weight_decay: 0",
+      ")",
+      "<All keys matched successfully>",
+      "_IncompatibleKeys(missing_keys=['bias'], unexpected_keys=[])",
+      "Adam (",
+      "Parameter Group 0",
+      "    amsgrad: False",
+      "    betas: (0.9, 0.999)",
+      "    eps: 1e-08",
+      "    lr: 0.001",
+      "    maximize: False",
+      "    weight_decay: 0",
+      ")",
+    }, "\n") .. "\n", out)
+  end)
+end)

@@ -144,6 +144,11 @@ gs_status gs_slice(const gs_tensor *x, int dim, int64_t start, int64_t end, int6
 }
 
 gs_status gs_check_index(int64_t index, int64_t size, int shown_dim) {
+  /* x[0]: a Python habit, said plainly */
+  if (index == GS_INDEX_ZERO && size > 0)
+    return gs_error("index 0 is out of range for dimension %d of size %lld: positions are 1-based in gshell, "
+                    "the first is 1 (expected 1 to %lld, or -%lld to -1)",
+                    shown_dim + 1, (long long)size, (long long)size, (long long)size);
   if (index < -size || index >= size)
     return gs_error("index %lld is out of range for dimension %d of size %lld (expected 1 to %lld, or -%lld to -1)",
                     user_pos(index), shown_dim + 1, (long long)size, (long long)size, (long long)size);

@@ -355,6 +355,18 @@ static int size_eq(lua_State *L) {
 }
 
 /* numel of a Size */
+/* size.numel, and shape[0]: a Python habit that would give a silent nil */
+static int size_index(lua_State *L) {
+  if (lua_isinteger(L, 2) && lua_tointeger(L, 2) == 0)
+    return luaL_error(L, "torch.Size index 0: positions are 1-based in gshell, the first size is shape[1] "
+                      "(and the last shape[#shape])");
+  if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "numel") == 0) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    return 1;
+  }
+  return 0;
+}
+
 static int size_numel(lua_State *L) {
   lua_Integer n = luaL_len(L, 1), p = 1;
   for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 1, i); p *= lua_tointeger(L, -1); lua_pop(L, 1); }
@@ -441,8 +453,8 @@ void gsL_open_core(lua_State *L) {
   luaL_newmetatable(L, GSL_SIZE_MT);
   lua_pushcfunction(L, size_tostring); lua_setfield(L, -2, "__tostring");
   lua_pushcfunction(L, size_eq); lua_setfield(L, -2, "__eq");
-  lua_newtable(L);
-  lua_pushcfunction(L, size_numel); lua_setfield(L, -2, "numel");
+  lua_pushcfunction(L, size_numel);
+  lua_pushcclosure(L, size_index, 1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 }

@@ -12,6 +12,7 @@
 --   ?name, name?       help on name (also help(obj))
 local pretty = require "gshell.pretty"
 local core = require "gshell.core"
+local hints = require "gshell.hints"
 
 local M = {}
 local magics = {}
@@ -272,6 +273,7 @@ end
 
 magics.tb = function(session)
   io.stdout:write(session.last_traceback or "no error yet", "\n")
+  io.stdout:flush()
 end
 
 local summary = {
@@ -295,8 +297,16 @@ function M.run(session, line)
   line = line:gsub("^%s+", ""):gsub("%s+$", "")
   local c = line:sub(1, 1)
   if c == "!" then
+    local hint = hints.missing_command(line:sub(2))
+    if hint then error(hint, 0) end
     io.stdout:flush()
     os.execute(line:sub(2))
+    return
+  end
+  if hints.is_python_import(line) then
+    local text, note = hints.python_import(line)
+    if not note then error(text, 0) end
+    io.stdout:write(text, "\n")
     return
   end
   if c == "?" or line:sub(-1) == "?" then

@@ -22,6 +22,7 @@
 local lexer = require "gshell.lexer"
 local pretty = require "gshell.pretty"
 local core = require "gshell.core"
+local hints = require "gshell.hints"
 
 local M = {}
 local Session = {}
@@ -138,9 +139,20 @@ end
 local starts_expr = { ["not"] = true, ["function"] = true, ["nil"] = true,
   ["true"] = true, ["false"] = true, ["#"] = true, ["..."] = true }
 
+-- `return <explist>` without a tail call (see __gshell_pass in M.new).
+-- The `)` goes on the same line (Lua gives an expression the line where
+-- it ends, which errors report), after a newline only when a trailing
+-- comment would swallow it.
+function M.returned(explist)
+  local one = "return __gshell_pass(" .. explist .. ")"
+  if load(one, "=returned", "t", {}) then return one end
+  return "return __gshell_pass(" .. explist .. "\n)"
+end
+
 -- `src` with `return ` put before its last statement, or nil when the last
--- statement cannot be an expression or is the whole chunk.
-function M.return_last(src)
+-- statement cannot be an expression or is the whole chunk. pass: return
+-- it through __gshell_pass (inside a session), keeping the cell's frame.
+function M.return_last(src, pass)
   local toks = lexer.annotate_depth((lexer.code_tokens(src)))
   local start
   for m = 2, #toks do
@@ -154,6 +166,7 @@ function M.return_last(src)
     end
   end
   if not start then return nil end
+  if pass then return src:sub(1, start.s - 1) .. M.returned(src:sub(start.s)) end
   return src:sub(1, start.s - 1) .. "return " .. src:sub(start.s)
 end
 
@@ -168,6 +181,7 @@ end
 -- Is this line a shell command rather than Lua? `first`: the cell's first line.
 function M.is_shell_line(line, first, magic_names)
   if line:match("^%s*[!?]") then return true end
+  if hints.is_python_import(line) then return true end
   if line:match("^%s*[%a_][%w_%.:]*%?%s*$") then return true end
   local name = line:match("^%s*%%%%?([%a_][%w_]*)")
   if name then return first or (magic_names and magic_names[name] ~= nil) end
@@ -178,7 +192,7 @@ end
 -- or comment are left alone. Returns src unchanged when there are none.
 function M.preprocess(src, magic_names)
   if not (src:find("^%s*[%%!?]") or src:find("\n%s*[%%!?]") or src:find("%?%s*\n")
-          or src:find("%?%s*$")) then
+          or src:find("%?%s*$") or src:find("import", 1, true)) then
     return src
   end
   local lines, out = {}, {}
@@ -272,9 +286,11 @@ function M.new(opts)
     return ...
   end)
   rawset(vals, "__gshell_magic", function(line) return self:magic(line) end)
+  -- Errors name the user's line (a library file's location is replaced),
+  -- and %tb shows the call stack down to the user's cell, not the shell's.
   self.handler = function(e)
-    local msg = M.error_text(e)
-    self.last_traceback = debug.traceback(msg, 2)
+    local msg = hints.locate(M.error_text(e), 2)
+    self.last_traceback = hints.user_traceback(debug.traceback(msg, 2))
     return msg
   end
   core.protect_handler(self.handler)
@@ -333,7 +349,7 @@ function Session:compile(src, opts)
     src = M.preprocess(src, self.magics.names)
     src, silent = strip_semicolon(src)
     local f = load(pad .. "return " .. src, name, "t", self.env)
-    if f then return f, silent end
+    if f then return load(pad .. M.returned(src), name, "t", self.env) or f, silent end
   end
   -- Is the cell valid Lua as it is, or with its last statement returned?
   local f, err = load(pad .. src, name, "t", self.env)
@@ -350,8 +366,9 @@ function Session:compile(src, opts)
   -- to the plain one should the rewrite ever not compile).
   local code = M.rewrite_locals(src)
   if not opts.script then
-    local last = M.return_last(code)
-    local g = last and load(pad .. last, name, "t", self.env)
+    local last = M.return_last(code, true)
+    local g = last and (load(pad .. last, name, "t", self.env)
+                        or load(pad .. M.return_last(code), name, "t", self.env))
     if g then return g, silent end
   end
   local g = load(pad .. code, name, "t", self.env)
@@ -389,6 +406,7 @@ function Session:run_cell(src, opts)
   local ok, res = self:call(fn, table.unpack(opts.args or {}))
   if not ok then
     self.err(res)
+    for _, h in ipairs(hints.after_error(self.env, src)) do self.err(h) end
     return "error"
   end
   if not silent and not opts.script then

@@ -16,6 +16,8 @@ local M = {}
 
 M.TENSOR_NAME = "__tensor__"
 local KIND, DEVICE, GRAD = "gshell.kind", "gshell.device.", "gshell.requires_grad."
+-- The keys of a state dict in their saved order, one per line.
+local ORDER = "gshell.order"
 
 local is_tensor = torch.is_tensor
 
@@ -37,6 +39,12 @@ local function flatten(obj)
   if type(obj) ~= "table" then
     error("torch.save: can only save a tensor or a table of tensors, got " .. type(obj), 3)
   end
+  if rawget(obj, "_modules") ~= nil and type(obj.state_dict) == "function" then
+    error("torch.save: a module is saved through its state dict: torch.save(net:state_dict(), path), " ..
+          "and loaded back with net:load_state_dict(torch.load(path))", 3)
+  end
+  local mt = getmetatable(obj)
+  local ordered = type(mt) == "table" and rawget(mt, "__order") ~= nil
   local names, nstr, nint, maxi = {}, 0, 0, 0
   for k, v in pairs(obj) do
     if type(k) == "string" then
@@ -60,10 +68,12 @@ local function flatten(obj)
   if kind == "list" then
     for i = 1, nint do names[i], tensors[i] = tostring(i), obj[i] end
   else
-    table.sort(names)
+    -- an nn.OrderedDict (a state dict) keeps its order (pairs follows
+    -- it); a plain table has none, so its keys are sorted
+    if not ordered then table.sort(names) end
     for i, k in ipairs(names) do tensors[i] = obj[k] end
   end
-  return names, tensors, kind
+  return names, tensors, kind, ordered
 end
 
 -- Runs fn(...) and re-raises its error at the caller's caller (the user's
@@ -80,8 +90,9 @@ end
 local function save(obj, path, opts)
   c_part()
   if type(path) ~= "string" then error("torch.save: the path must be a string, got " .. type(path), 2) end
-  local names, tensors, kind = flatten(obj)
+  local names, tensors, kind, ordered = flatten(obj)
   local meta = { format = "pt", [KIND] = kind }
+  if ordered and not table.concat(names, ""):find("\n", 1, true) then meta[ORDER] = table.concat(names, "\n") end
   if opts ~= nil and type(opts) ~= "table" then error("torch.save: options must be a table", 2) end
   local msg = opts and torch._options_error(opts, "torch.save", { "metadata" })
   if msg then error(msg, 2) end
@@ -168,6 +179,18 @@ local function load(path, opts)
       if list[i] == nil then error(("torch.load('%s'): list element %d is missing"):format(path, i), 2) end
     end
     return list
+  end
+  if meta[ORDER] then
+    -- saved from a state dict: the same order back, as an nn.OrderedDict
+    local od = torch.nn.OrderedDict()
+    for name in (meta[ORDER] .. "\n"):gmatch("(.-)\n") do
+      if out[name] ~= nil then od[name] = out[name]; out[name] = nil end
+    end
+    local rest = {}
+    for name in pairs(out) do rest[#rest + 1] = name end
+    table.sort(rest)
+    for _, name in ipairs(rest) do od[name] = out[name] end
+    return od
   end
   return out
 end

@@ -91,6 +91,10 @@ local function list_container(name)
   function C:__len() return self._modules:count() end
   -- net[i]: the i-th child (1-based; negative counts from the end).
   function C:__getitem(i)
+    if i == 0 then
+      fail(string.format("%s index 0: positions are 1-based in gshell, the first module is [1] " ..
+        "(and the last [-1] or [#net])", name))
+    end
     local n = self._modules:count()
     local j = i < 0 and n + 1 + i or i
     if math.type(j) ~= "integer" or j < 1 or j > n then return nil end

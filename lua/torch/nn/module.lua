@@ -655,6 +655,20 @@ local function same_shape(a, b)
   return true
 end
 
+-- What load_state_dict returns: {missing_keys =, unexpected_keys =}, shown
+-- as PyTorch shows its _IncompatibleKeys.
+local IncompatibleKeys = { __name = "_IncompatibleKeys" }
+IncompatibleKeys.__tostring = function(r)
+  if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return "<All keys matched successfully>" end
+  local function list(keys)
+    local q = {}
+    for i, k in ipairs(keys) do q[i] = "'" .. k .. "'" end
+    return "[" .. table.concat(q, ", ") .. "]"
+  end
+  return "_IncompatibleKeys(missing_keys=" .. list(r.missing_keys) .. ", unexpected_keys=" ..
+    list(r.unexpected_keys) .. ")"
+end
+
 -- Copies sd's tensors into the module's parameters and buffers, in place.
 -- Strict (the default): missing keys, unexpected keys and shape mismatches
 -- are an error naming them all, and nothing is copied. {strict = false}
@@ -713,7 +727,7 @@ function Module:load_state_dict(sd, opts)
   no_grad(function()
     for _, c in ipairs(copies) do c[1].data:copy_(c[2]) end
   end)
-  return { missing_keys = missing, unexpected_keys = unexpected }
+  return setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
 end
 
 -- Marks the root so is_module can recognise instances of every class.

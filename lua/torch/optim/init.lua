@@ -25,6 +25,35 @@ Optimizer.__index = Optimizer
 Optimizer.__name = "Optimizer"
 optim.Optimizer = Optimizer
 
+-- A group option as Python shows it: 0.1, False, (0.9, 0.999).
+local function py_value(v)
+  local base = require("torch.nn.module")
+  if type(v) == "number" then return base.py_number(v) end
+  if type(v) == "boolean" then return base.py_bool(v) end
+  if v == nil then return "None" end
+  if type(v) == "table" and getmetatable(v) == nil then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = py_value(x) end
+    return "(" .. table.concat(parts, ", ") .. (#parts == 1 and ",)" or ")")
+  end
+  return tostring(v)
+end
+
+-- print(opt) / the prompt: PyTorch's layout, one block per parameter
+-- group with its options sorted by name.
+function Optimizer.__tostring(self)
+  local out = { self.__name .. " (" }
+  for i, g in ipairs(self.param_groups or {}) do
+    out[#out + 1] = "Parameter Group " .. (i - 1)
+    local keys = {}
+    for k in pairs(g) do if k ~= "params" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    for _, k in ipairs(keys) do out[#out + 1] = "    " .. k .. ": " .. py_value(g[k]) end
+  end
+  out[#out + 1] = ")"
+  return table.concat(out, "\n")
+end
+
 local function class_call(cls, ...)
   local self = setmetatable({}, cls)
   self:init(...)
@@ -123,7 +152,9 @@ function Optimizer:step(closure)
   no_grad(function()
     for _, group in ipairs(self.param_groups) do self:update(group) end
   end)
-  return loss
+  -- no closure, no value (the prompt then prints nothing, as Python's
+  -- does for None)
+  if closure ~= nil then return loss end
 end
 
 function Optimizer:update()
