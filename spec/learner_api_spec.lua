@@ -47,3 +47,20 @@ describe("load_state_dict's result", function()
     assert.are.equal("_IncompatibleKeys(missing_keys=['bias'], unexpected_keys=['extra'])", tostring(r))
   end)
 end)
+
+describe("num_ooms", function()
+  local saved_n, saved_cap
+  setup(function() collectgarbage(); saved_n, saved_cap = torch._sim_configure(1, 64 * 1024 * 1024) end)
+  teardown(function() collectgarbage(); torch._sim_configure(saved_n, saved_cap) end)
+
+  it("counts one failed allocation once (the engine's retry is not a second OOM)", function()
+    local before = torch.cuda.memory_stats(0)["num_ooms"]
+    assert.is_false(pcall(torch.empty, 1 << 26, { device = "cuda:0" })) -- 256 MiB > 64 MiB
+    assert.are.equal(before + 1, torch.cuda.memory_stats(0)["num_ooms"])
+    assert.is_false(pcall(torch.empty, 1 << 26, { device = "cuda:0" }))
+    assert.are.equal(before + 2, torch.cuda.memory_stats(0)["num_ooms"])
+    local ok = pcall(torch.empty, 1024, { device = "cuda:0" })
+    assert.is_true(ok)
+    assert.are.equal(before + 2, torch.cuda.memory_stats(0)["num_ooms"])
+  end)
+end)

@@ -79,7 +79,7 @@ describe("Python habits", function()
     assert.truthy(has(err, "hint: positions are 1-based in Lua: the first is `net[1]`"), err)
     assert.truthy(has(err, "torch.Size index 0: positions are 1-based in gshell, the first size is shape[1]"), err)
     assert.truthy(has(err, "the first is `x.shape[1]`"), err)
-    assert.truthy(has(err, "index 0 is out of bounds: positions are 1-based"), err)
+    assert.truthy(has(err, "index 0 is out of range for dimension 1 of size 2: positions are 1-based in gshell"), err)
   end)
 
   it("torch.save(net, path) says modules are saved through net:state_dict()", function()

@@ -112,7 +112,7 @@ static void *sim_alloc(int i, size_t n) {
       d->n_cache_flushes++;
     }
     if (d->allocated + d->cached + r <= sim_total(i)) p = gs_host_alloc(r);
-    if (!p) { d->n_ooms++; pthread_mutex_unlock(&lock); return NULL; }
+    if (!p) { pthread_mutex_unlock(&lock); return NULL; }
   }
   d->allocated += r;
   d->n_alloc++;
@@ -120,6 +120,13 @@ static void *sim_alloc(int i, size_t n) {
   if (d->allocated + d->cached > d->peak_reserved) d->peak_reserved = d->allocated + d->cached;
   pthread_mutex_unlock(&lock);
   return p;
+}
+
+/* One failed allocation (the engine calls this after its retry). */
+static void sim_count_oom(int i) {
+  pthread_mutex_lock(&lock);
+  devs[i].n_ooms++;
+  pthread_mutex_unlock(&lock);
 }
 
 /* The block stays reserved: it goes to the free list, not to the host. */
@@ -249,7 +256,7 @@ static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, c
  * staging buffer (which would distort the memory figures). */
 const gs_backend gs_backend_sim = {
   .name = "sim",
-  .alloc = sim_alloc, .free = sim_free, .empty_cache = sim_empty_cache,
+  .alloc = sim_alloc, .free = sim_free, .count_oom = sim_count_oom, .empty_cache = sim_empty_cache,
   .mem_stats = sim_mem_stats, .reset_peak = sim_reset_peak,
   .memcpy_h2d = sim_h2d, .memcpy_d2h = sim_d2h, .memcpy_d2d = sim_d2d,
   .synchronize = sim_sync,

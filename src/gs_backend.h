@@ -57,6 +57,10 @@ typedef struct gs_backend {
    * told "out of memory" for an unrelated failure */
   const char *(*alloc_failure)(int index);
   void (*free)(int index, void *ptr, size_t nbytes);
+  /* optional: counts one out-of-memory failure (num_ooms). Called once per
+   * failed allocation, after the engine's collect-and-retry, so the retry
+   * does not count the same failure twice */
+  void (*count_oom)(int index);
   void (*empty_cache)(int index);
   void (*mem_stats)(int index, gs_mem_stats *out);
   void (*reset_peak)(int index);

@@ -60,6 +60,7 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
     const char *why = !data && be->alloc_failure ? be->alloc_failure(dev.index) : NULL;
     if (why) return gs_error("%s", why);
     if (!data) {
+      if (be->count_oom) be->count_oom(dev.index);
       char want[32], freeb[32], total[32], name[16];
       format_bytes((double)nbytes, want, sizeof want);
       if (dev.type == GS_CPU)

@@ -86,7 +86,9 @@ function R.pty(steps, args, env)
   R.write_file(stepf, "[" .. table.concat(items, ",\n") .. "]")
   local parts = {}
   for i, a in ipairs(args or {}) do parts[i] = R.quote(a) end
-  local cmd = string.format("%s TERM=dumb python3 spec/support/pty_drive.py %s -- %s %s 2>&1",
+  -- (without the sanitizer preload of a SANITIZE=1 run: python3 is not
+  -- instrumented, and gshell there links the sanitizer itself)
+  local cmd = string.format("%s TERM=dumb env -u LD_PRELOAD python3 spec/support/pty_drive.py %s -- %s %s 2>&1",
     env_prefix(env), stepf, R.GSHELL, table.concat(parts, " "))
   local p = assert(io.popen(cmd, "r"))
   local out = p:read("a")
