@@ -161,3 +161,63 @@ describe("what the prompt prints", function()
     }, "\n") .. "\n", out)
   end)
 end)
+
+describe("magics as IPython", function()
+  it("r = %timeit -o stmt assigns IPython's TimeitResult; local works too", function()
+    local out, err = R.prompt({
+      "x = torch.ones(10)",
+      "r = %timeit -o -q -n 5 -r 3 x + x",
+      "r.loops, r['repeat'], #r.all_runs, r.best <= r.average and r.average <= r.worst",
+      "local q = %timeit -o -q -n 2 -r 1 x:sum()",
+      "q.loops",
+      "tostring(q):match('^<TimeitResult : .+ per loop %(mean ± std%. dev%. of 1 run, 2 loops each%)>$') ~= nil",
+      "n = %timeit -q -n 1 -r 1 x + x",
+      "n",
+    })
+    assert.are.equal("", err)
+    assert.are.equal("5\t3\t3\ttrue\n2\ntrue\nnil\n", out)
+  end)
+
+  it("%history lists the cells, %save writes them, %reset forgets, %run runs a file in the session", function()
+    local dir = R.tmpdir()
+    local out, err = R.prompt({
+      "a = 6",
+      "local b = 7",
+      "for i = 1, 2 do\n  a = a + 0\nend",
+      "%history -n",
+      "%save " .. dir .. "/s 1-2",
+      "%reset -f",
+      "print(a, b)",
+      "%who",
+      "%run " .. dir .. "/s.lua",
+      "a * b",
+      "%run " .. dir .. "/missing.lua",
+    })
+    assert.are.equal(table.concat({
+      "   1: a = 6",
+      "   2: local b = 7",
+      "   3: for i = 1, 2 do",
+      "        a = a + 0",
+      "      end",
+      "   4: %history -n",
+      "The following commands were written to file `" .. dir .. "/s.lua`:",
+      "a = 6",
+      "local b = 7",
+      "nil\tnil",
+      "Interactive namespace is empty.",
+      "42",
+    }, "\n") .. "\n", out)
+    assert.are.equal("a = 6\nlocal b = 7\n", R.read_file(dir .. "/s.lua"))
+    assert.truthy(has(err, "%run: cannot open " .. dir .. "/missing.lua"), err)
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+
+  it("%run gives the script arg and its errors name the script's line", function()
+    local dir = R.tmpdir()
+    R.write_file(dir .. "/a.lua", "got = arg[1] .. '/' .. select('#', ...)\nlocal z = nil\nz.field = 1\n")
+    local out, err = R.prompt({ "before = arg", "%run " .. dir .. "/a.lua one two", "got", "arg == before" })
+    assert.are.equal("one/2\ntrue\n", out)
+    assert.truthy(has(err, dir .. "/a.lua:3: attempt to index a nil value"), err)
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+end)

@@ -109,6 +109,15 @@ local function time_loop(loop, n)
   return clock() - t0
 end
 
+-- What `r = %timeit -o stmt` gives: shows as IPython's TimeitResult.
+local TimeitResult = { __name = "TimeitResult" }
+TimeitResult.__index = TimeitResult
+TimeitResult.__tostring = function(r)
+  return string.format("<TimeitResult : %s ± %s per loop (mean ± std. dev. of %d run%s, %s loop%s each)>",
+    M.format_time(r.mean), M.format_time(r.std), r.runs, r.runs == 1 and "" or "s",
+    thousands(r.loops), r.loops == 1 and "" or "s")
+end
+
 magics.timeit = function(session, rest)
   local opts, stmt = split_opts(rest, { n = "number", r = "number", o = "flag", q = "flag" })
   if stmt == "" then error("usage: %timeit [-n loops] [-r runs] statement", 0) end
@@ -150,7 +159,12 @@ magics.timeit = function(session, rest)
       thousands(number), number == 1 and "" or "s"))
   end
   if opts.o then
-    return { mean = mean, std = std, runs = runs, loops = number, timings = timings }
+    local best, worst = math.huge, 0
+    for i = 1, runs do best = math.min(best, timings[i]); worst = math.max(worst, timings[i]) end
+    return setmetatable({ mean = mean, std = std, runs = runs, loops = number, timings = timings,
+      -- IPython's TimeitResult names (seconds per loop)
+      average = mean, stdev = std, best = best, worst = worst, all_runs = timings, ["repeat"] = runs },
+      TimeitResult)
   end
 end
 
@@ -271,6 +285,90 @@ magics.whos = function(session)
   end
 end
 
+-- %reset [-f]: forget every variable the user made. Asks first, as
+-- IPython does, when a person is typing (stdin a terminal) and -f is not
+-- given.
+magics.reset = function(session, rest)
+  local force = rest:match("^%-f%s*$") ~= nil
+  if not force and rest:match("%S") then error("usage: %reset [-f]", 0) end
+  if not force and core and core.isatty(0) then
+    io.stdout:write("Once deleted, variables cannot be recovered. Proceed (y/[n])? ")
+    io.stdout:flush()
+    local answer = io.stdin:read("l")
+    if not (answer and answer:match("^%s*[yY]")) then
+      io.stdout:write("Nothing done.\n")
+      return
+    end
+  end
+  session:reset()
+end
+
+-- %run file [args]: run a Lua file in the session (its variables stay).
+magics.run = function(session, rest)
+  local words = {}
+  for w in rest:gmatch("%S+") do words[#words + 1] = w end
+  if #words == 0 then error("usage: %run file.lua [args]", 0) end
+  local path = table.remove(words, 1)
+  session:run_file(path, words)
+end
+
+-- Selected history entries: "4", "2-5" (1-based, inclusive), or all but
+-- the current line when no range is given.
+local function pick_history(session, words, upto)
+  local h, out = session.history, {}
+  if #words == 0 then
+    for i = 1, upto do out[#out + 1] = { i, h[i] } end
+    return out
+  end
+  for _, w in ipairs(words) do
+    local a, b = w:match("^(%d+)%-(%d+)$")
+    if not a then a = w:match("^(%d+)$"); b = a end
+    if not a then error("history range: expected N or A-B, got " .. w, 0) end
+    for i = tonumber(a), math.min(tonumber(b), #h) do out[#out + 1] = { i, h[i] } end
+  end
+  return out
+end
+
+-- %history [-n] [ranges]: the cells typed in this session.
+magics.history = function(session, rest)
+  local numbers = false
+  local words = {}
+  for w in rest:gmatch("%S+") do
+    if w == "-n" then numbers = true else words[#words + 1] = w end
+  end
+  for _, e in ipairs(pick_history(session, words, #session.history)) do
+    if numbers then
+      local text = e[2]:gsub("\n", "\n" .. string.rep(" ", 6))
+      io.stdout:write(string.format("%4d: %s\n", e[1], text))
+    else
+      io.stdout:write(e[2], "\n")
+    end
+  end
+end
+magics.hist = magics.history
+
+-- %save [-a] file [ranges]: write cells to a file (".lua" added when the
+-- name has no extension), IPython's %save; -a appends.
+magics.save = function(session, rest)
+  local append = false
+  local words = {}
+  for w in rest:gmatch("%S+") do
+    if w == "-a" then append = true else words[#words + 1] = w end
+  end
+  if #words == 0 then error("usage: %save [-a] file [ranges]", 0) end
+  local path = table.remove(words, 1)
+  if not path:match("%.[%w_]+$") then path = path .. ".lua" end
+  local picked = pick_history(session, words, #session.history - 1) -- not the %save line itself
+  local code = {}
+  for i, e in ipairs(picked) do code[i] = e[2] end
+  local text = table.concat(code, "\n") .. "\n"
+  local f, why = io.open(path, append and "ab" or "wb")
+  if not f then error("%save: cannot open " .. tostring(why), 0) end
+  f:write(text)
+  f:close()
+  io.stdout:write("The following commands were written to file `", path, "`:\n", text)
+end
+
 magics.tb = function(session)
   io.stdout:write(session.last_traceback or "no error yet", "\n")
   io.stdout:flush()
@@ -282,6 +380,10 @@ local summary = {
   { "%devices", "the CPU and CUDA devices (real or simulated), memory" },
   { "%who / %whos", "your variables / with types and values" },
   { "%tb", "traceback of the last error" },
+  { "%history [-n] [ranges]", "the cells typed in this session" },
+  { "%save [-a] file [ranges]", "write cells to a file" },
+  { "%run file [args]", "run a Lua file in this session" },
+  { "%reset [-f]", "forget all your variables" },
   { "!cmd", "run cmd in the system shell" },
   { "?name, name?, help(obj)", "help" },
 }

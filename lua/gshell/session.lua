@@ -179,8 +179,17 @@ local function long_quote(s)
 end
 
 -- Is this line a shell command rather than Lua? `first`: the cell's first line.
+-- `r = %timeit -o stmt`, `local r = %time f()`: a magic whose value is
+-- assigned. Returns the part before the magic and the magic, or nil.
+function M.assigned_magic(line)
+  local lhs, cmd = line:match("^(%s*local%s+[%a_][%w_]*%s*=%s*)(%%[%a_].*)$")
+  if not lhs then lhs, cmd = line:match("^(%s*[%a_][%w_%.]*%s*=%s*)(%%[%a_].*)$") end
+  return lhs, cmd
+end
+
 function M.is_shell_line(line, first, magic_names)
   if line:match("^%s*[!?]") then return true end
+  if M.assigned_magic(line) then return true end
   if hints.is_python_import(line) then return true end
   if line:match("^%s*[%a_][%w_%.:]*%?%s*$") then return true end
   local name = line:match("^%s*%%%%?([%a_][%w_]*)")
@@ -192,7 +201,7 @@ end
 -- or comment are left alone. Returns src unchanged when there are none.
 function M.preprocess(src, magic_names)
   if not (src:find("^%s*[%%!?]") or src:find("\n%s*[%%!?]") or src:find("%?%s*\n")
-          or src:find("%?%s*$") or src:find("import", 1, true)) then
+          or src:find("%?%s*$") or src:find("import", 1, true) or src:find("=%s*%%")) then
     return src
   end
   local lines, out = {}, {}
@@ -203,7 +212,8 @@ function M.preprocess(src, magic_names)
       local before = table.concat(out, "\n", 1, i - 1)
       local _, unfinished = lexer.tokenize(before)
       if i == 1 or not unfinished then
-        out[i] = "__gshell_magic(" .. long_quote((line:gsub("^%s+", ""):gsub("%s+$", ""))) .. ")"
+        local lhs, cmd = M.assigned_magic(line)
+        out[i] = (lhs or "") .. "__gshell_magic(" .. long_quote(((cmd or line):gsub("^%s+", ""):gsub("%s+$", ""))) .. ")"
         changed = true
       else
         out[i] = line
@@ -279,6 +289,7 @@ function M.new(opts)
     err = opts.err or function(msg) io.stderr:write(msg, "\n") end,
     start_globals = {},
     last_traceback = nil,
+    history = {},          -- the cells run, in order (%history, %save)
   }, Session)
   for k in next, G do self.start_globals[k] = true end
   rawset(vals, "__gshell_decl", function(names, ...)
@@ -307,6 +318,38 @@ function M.error_text(e)
     if ok then return s end
   end
   return string.format("(error object is a %s value)", type(e))
+end
+
+-- Forgets the user's variables (%reset): session locals and the globals
+-- made since the session started. Returns how many.
+function Session:reset()
+  local n = 0
+  for _, name in ipairs(self:user_names()) do
+    if rawget(self.vals, name) ~= nil then rawset(self.vals, name, nil) else self.G[name] = nil end
+    self.declared[name] = nil
+    n = n + 1
+  end
+  rawset(self.vals, "_", nil)
+  self.declared["_"] = nil
+  return n
+end
+
+-- Runs a Lua file in the session as a script (%run): its top-level locals
+-- and globals stay visible afterwards; `arg` is {[0] = path, args...}
+-- while it runs. Errors propagate.
+function Session:run_file(path, args)
+  local f, why = io.open(path, "rb")
+  if not f then error("%run: cannot open " .. tostring(why), 0) end
+  local src = f:read("a"):gsub("^#![^\n]*", "")
+  f:close()
+  local fn, err = self:compile(src, { chunkname = "@" .. path, script = true })
+  if not fn then error(err, 0) end
+  local saved = rawget(self.G, "arg")
+  local restore <close> = setmetatable({}, { __close = function() self.G.arg = saved end })
+  local a = { [0] = path }
+  for i, v in ipairs(args or {}) do a[i] = v end
+  self.G.arg = a
+  fn(table.unpack(a))
 end
 
 -- Sets a session local (declared, so later `name = v` updates it).
@@ -398,6 +441,7 @@ end
 function Session:run_cell(src, opts)
   opts = opts or {}
   local fn, silent = self:compile(src, opts)
+  if silent ~= "incomplete" and not opts.script then self.history[#self.history + 1] = src end
   if not fn then
     if silent == "incomplete" then return "incomplete" end
     self.err(silent)
