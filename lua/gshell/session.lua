@@ -304,6 +304,10 @@ function M.new(opts)
     self.last_traceback = hints.user_traceback(debug.traceback(msg, 2))
     return msg
   end
+  -- `return f(x)` would be a tail call, which drops the cell's frame from
+  -- the stack (and with it the user's line in errors): cells return their
+  -- values through this function instead.
+  rawset(vals, "__gshell_pass", function(...) return ... end)
   core.protect_handler(self.handler)
   self.magics = opts.magics or require("gshell.magics")
   return self
