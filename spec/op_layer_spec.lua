@@ -188,3 +188,83 @@ describe("views are recorded by the op layer", function()
     assert.is_nil(torch.ones(2, 3):select(1, 1).grad_fn)
   end)
 end)
+
+describe("each op family is declared once", function()
+  -- PyTorch's names, written out here as the reference the lists must match
+  local UNARY = {
+    neg = "NegBackward0", abs = "AbsBackward0", exp = "ExpBackward0", log = "LogBackward0",
+    sqrt = "SqrtBackward0", rsqrt = "RsqrtBackward0", sigmoid = "SigmoidBackward0", tanh = "TanhBackward0",
+    relu = "ReluBackward0", sin = "SinBackward0", cos = "CosBackward0", floor = "FloorBackward0",
+    ceil = "CeilBackward0", round = "RoundBackward0", trunc = "TruncBackward0", sign = "SignBackward0",
+    reciprocal = "ReciprocalBackward0", log1p = "Log1PBackward0", expm1 = "Expm1Backward0",
+    square = "PowBackward0",
+  }
+  local BINARY = { mul = "MulBackward0", div = "DivBackward0", pow = "PowBackward1" }
+  local NO_INPLACE = { "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or" }
+
+  it("every unary op has its method, its in-place form, its grad_fn and its value", function()
+    local x = torch.tensor({ 0.25, 0.5 }, { dtype = torch.float64, requires_grad = true })
+    for name, grad in pairs(UNARY) do
+      local y = x[name](x)
+      assert.are.equal("<" .. grad .. ">", y.grad_fn, name)
+      assert.is_function(x[name .. "_"], name .. "_")
+      -- the kernel behind the name computes that function (math.* as reference)
+      local ref = math[name] and math[name](0.25)
+      if ref and name ~= "abs" then H.assert_close(y:tolist()[1], ref, 1e-12, 0, name) end
+    end
+    H.assert_close(x:rsqrt():tolist()[1], 2, 1e-12, 0)
+    H.assert_close(x:reciprocal():tolist()[1], 4, 1e-12, 0)
+    H.assert_close(x:square():tolist()[1], 0.0625, 1e-12, 0)
+    H.assert_close(x:expm1():tolist()[1], math.exp(0.25) - 1, 1e-12, 0)
+    local n = x:logical_not()
+    assert.is_nil(n.grad_fn)
+    assert.are.same({ false, false }, n:tolist())
+  end)
+
+  it("every binary op has its method and kernel; the arithmetic ones an in-place form", function()
+    local a = torch.tensor({ 7.0, -7.0 }, { requires_grad = true })
+    local b = torch.tensor({ 2.0, 2.0 })
+    for name, grad in pairs(BINARY) do assert.are.equal("<" .. grad .. ">", a[name](a, b).grad_fn, name) end
+    assert.are.equal("<AddBackward0>", (a + b).grad_fn)
+    assert.are.equal("<SubBackward0>", (a - b).grad_fn)
+    local x, y = torch.tensor({ 7, -7 }), torch.tensor({ 2, 3 })
+    assert.are.same({ 3, -3 }, x:floor_divide(y):tolist())
+    assert.are.same({ 1, 2 }, x:remainder(y):tolist())
+    assert.are.same({ 49, -343 }, x:pow(y):tolist())
+    assert.are.same({ 7, 3 }, x:maximum(y):tolist())
+    assert.are.same({ 2, -7 }, x:minimum(y):tolist())
+    assert.are.same({ false, false }, x:eq(y):tolist())
+    assert.are.same({ true, true }, x:ne(y):tolist())
+    assert.are.same({ false, true }, x:lt(y):tolist())
+    assert.are.same({ false, true }, x:le(y):tolist())
+    assert.are.same({ true, false }, x:gt(y):tolist())
+    assert.are.same({ true, false }, x:ge(y):tolist())
+    assert.are.same({ true, true }, x:logical_and(y):tolist())
+    assert.are.same({ true, true }, x:logical_or(y):tolist())
+    for _, name in ipairs({ "add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "pow_" }) do
+      assert.is_function(x[name], name)
+    end
+    for _, name in ipairs(NO_INPLACE) do assert.is_nil(x[name .. "_"], name .. "_") end
+  end)
+
+  it("every reduction has its method and its name in messages", function()
+    for _, name in ipairs({ "sum", "prod", "max", "min", "argmax", "argmin" }) do
+      assert.is_function(torch.ones(2)[name], name)
+    end
+    H.errors(function() return torch.zeros(0):argmax() end, "argmax(): Expected reduction dim")
+    H.errors(function() return torch.zeros(2, 0):min(2) end, "min(): Expected reduction dim 2")
+  end)
+
+  it("the placement log names each op by its declared name", function()
+    local out = H.run_lua([[
+      local torch = require("torch")
+      local x, y = torch.tensor({ 7, -7 }), torch.tensor({ 2, 3 })
+      torch.set_log_device_placement(true)
+      local _ = x:floor_divide(y), x:logical_or(y), x:float():expm1(), x:logical_not(), x:argmin()
+      torch.set_log_device_placement(false)
+    ]])
+    for _, name in ipairs({ "floor_divide", "logical_or", "expm1", "logical_not", "argmin" }) do
+      assert.matches("Executing op " .. name .. " in device cpu\n", out, nil, true)
+    end
+  end)
+end)

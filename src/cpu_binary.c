@@ -50,52 +50,54 @@ static inline int64_t i_mul(int64_t a, int64_t b) { return (int64_t)(U64(a) * U6
 
 /* float kernels for one type */
 #define FLOAT_LOOPS(T, S)                                                \
-  LOOP(add_##S, T, T, a + b)                                             \
-  LOOP(sub_##S, T, T, a - b)                                             \
-  LOOP(mul_##S, T, T, a * b)                                             \
-  LOOP(div_##S, T, T, a / b)                                             \
-  LOOP(floordiv_##S, T, T, f_floordiv(a, b))                             \
-  LOOP(rem_##S, T, T, f_rem(a, b))                                       \
-  LOOP(pow_##S, T, T, pow(a, b))                                         \
-  LOOP(max_##S, T, T, F_MAX(a, b))                                       \
-  LOOP(min_##S, T, T, F_MIN(a, b))                                       \
-  LOOP(eq_##S, T, uint8_t, a == b)                                       \
-  LOOP(ne_##S, T, uint8_t, a != b)                                       \
-  LOOP(lt_##S, T, uint8_t, a < b)                                        \
-  LOOP(le_##S, T, uint8_t, a <= b)                                       \
-  LOOP(gt_##S, T, uint8_t, a > b)                                        \
-  LOOP(ge_##S, T, uint8_t, a >= b)                                       \
-  LOOP(and_##S, T, uint8_t, (a != 0) & (b != 0))                         \
-  LOOP(or_##S, T, uint8_t, (a != 0) | (b != 0))                          \
-  static const gs_loop_fn loops_##S[GS_B_COUNT] = {                      \
-    add_##S, sub_##S, mul_##S, div_##S, floordiv_##S, rem_##S, pow_##S,  \
-    max_##S, min_##S, eq_##S, ne_##S, lt_##S, le_##S, gt_##S, ge_##S,    \
-    and_##S, or_##S};
+  LOOP(add_##S, T, T, a + b)                                           \
+  LOOP(sub_##S, T, T, a - b)                                           \
+  LOOP(mul_##S, T, T, a * b)                                           \
+  LOOP(div_##S, T, T, a / b)                                           \
+  LOOP(floor_divide_##S, T, T, f_floordiv(a, b))                       \
+  LOOP(remainder_##S, T, T, f_rem(a, b))                               \
+  LOOP(pow_##S, T, T, pow(a, b))                                       \
+  LOOP(maximum_##S, T, T, F_MAX(a, b))                                 \
+  LOOP(minimum_##S, T, T, F_MIN(a, b))                                 \
+  LOOP(eq_##S, T, uint8_t, a == b)                                     \
+  LOOP(ne_##S, T, uint8_t, a != b)                                     \
+  LOOP(lt_##S, T, uint8_t, a < b)                                      \
+  LOOP(le_##S, T, uint8_t, a <= b)                                     \
+  LOOP(gt_##S, T, uint8_t, a > b)                                      \
+  LOOP(ge_##S, T, uint8_t, a >= b)                                     \
+  LOOP(logical_and_##S, T, uint8_t, (a != 0) & (b != 0))               \
+  LOOP(logical_or_##S, T, uint8_t, (a != 0) | (b != 0))
 
 FLOAT_LOOPS(float, f32)
 FLOAT_LOOPS(double, f64)
+/* every binary op has a float kernel named after it (gs_op_list.h) */
+#define KERNEL_F32(ID, name, ...) [GS_B_##ID] = name##_f32,
+#define KERNEL_F64(ID, name, ...) [GS_B_##ID] = name##_f64,
+static const gs_loop_fn loops_f32[GS_B_COUNT] = {GS_BINARY_OPS(KERNEL_F32)};
+static const gs_loop_fn loops_f64[GS_B_COUNT] = {GS_BINARY_OPS(KERNEL_F64)};
 
 LOOP(add_i64, int64_t, int64_t, i_add(a, b))
 LOOP(sub_i64, int64_t, int64_t, i_sub(a, b))
 LOOP(mul_i64, int64_t, int64_t, i_mul(a, b))
-LOOP(floordiv_i64, int64_t, int64_t, i_floordiv(a, b, ctx))
-LOOP(rem_i64, int64_t, int64_t, i_rem(a, b, ctx))
+LOOP(floor_divide_i64, int64_t, int64_t, i_floordiv(a, b, ctx))
+LOOP(remainder_i64, int64_t, int64_t, i_rem(a, b, ctx))
 LOOP(pow_i64, int64_t, int64_t, i_pow(a, b))
-LOOP(max_i64, int64_t, int64_t, I_MAX(a, b))
-LOOP(min_i64, int64_t, int64_t, I_MIN(a, b))
+LOOP(maximum_i64, int64_t, int64_t, I_MAX(a, b))
+LOOP(minimum_i64, int64_t, int64_t, I_MIN(a, b))
 LOOP(eq_i64, int64_t, uint8_t, a == b)
 LOOP(ne_i64, int64_t, uint8_t, a != b)
 LOOP(lt_i64, int64_t, uint8_t, a < b)
 LOOP(le_i64, int64_t, uint8_t, a <= b)
 LOOP(gt_i64, int64_t, uint8_t, a > b)
 LOOP(ge_i64, int64_t, uint8_t, a >= b)
-LOOP(and_i64, int64_t, uint8_t, (a != 0) & (b != 0))
-LOOP(or_i64, int64_t, uint8_t, (a != 0) | (b != 0))
+LOOP(logical_and_i64, int64_t, uint8_t, (a != 0) & (b != 0))
+LOOP(logical_or_i64, int64_t, uint8_t, (a != 0) | (b != 0))
 /* true division of integers never reaches a kernel: the op layer casts
  * to float first */
+#define div_i64 NULL
 static const gs_loop_fn loops_i64[GS_B_COUNT] = {
-  add_i64, sub_i64, mul_i64, NULL, floordiv_i64, rem_i64, pow_i64,
-  max_i64, min_i64, eq_i64, ne_i64, lt_i64, le_i64, gt_i64, ge_i64, and_i64, or_i64};
+#define KERNEL_I64(ID, name, ...) [GS_B_##ID] = name##_i64,
+  GS_BINARY_OPS(KERNEL_I64)};
 
 gs_status gs_cpu_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
   const gs_loop_fn *table = a->dtype == GS_FLOAT32 ? loops_f32 : a->dtype == GS_FLOAT64 ? loops_f64

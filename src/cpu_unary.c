@@ -32,37 +32,37 @@ typedef struct { double lo, hi; } un_ctx;
 #define CLAMP(x, T) ((x) != (x) ? (x) : (ctx->hi == ctx->hi && CLAMP_LO(x, T) > (T)ctx->hi) ? (T)ctx->hi \
                      : CLAMP_LO(x, T))
 
-#define FLOAT_ULOOPS(T, S, EXP, M)                                               \
-  ULOOP(neg_##S, T, T, -x)                                                       \
-  ULOOP(abs_##S, T, T, fabs##M(x))                                               \
-  ULOOP(exp_##S, T, T, EXP(x))                                                   \
-  ULOOP(log_##S, T, T, log##M(x))                                                \
-  ULOOP(sqrt_##S, T, T, sqrt##M(x))                                              \
-  ULOOP(rsqrt_##S, T, T, (T)1 / sqrt##M(x))                                      \
-  ULOOP(sigmoid_##S, T, T, (T)1 / ((T)1 + EXP(-x)))                              \
-  ULOOP(tanh_##S, T, T, tanh##M(x))                                              \
-  ULOOP(relu_##S, T, T, x != x ? x : x > 0 ? x : (T)0)                           \
-  ULOOP(sin_##S, T, T, sin##M(x))                                                \
-  ULOOP(cos_##S, T, T, cos##M(x))                                                \
-  ULOOP(floor_##S, T, T, floor##M(x))                                            \
-  ULOOP(ceil_##S, T, T, ceil##M(x))                                              \
-  ULOOP(round_##S, T, T, nearbyint##M(x))                                        \
-  ULOOP(trunc_##S, T, T, trunc##M(x))                                            \
-  ULOOP(sign_##S, T, T, (T)sgn(x))                                               \
-  ULOOP(recip_##S, T, T, (T)1 / x)                                               \
-  ULOOP(log1p_##S, T, T, log1p##M(x))                                            \
-  ULOOP(expm1_##S, T, T, expm1##M(x))                                            \
-  ULOOP(square_##S, T, T, x * x)                                                 \
-  ULOOP(not_##S, T, uint8_t, x == 0)                                             \
-  ULOOP(clamp_##S, T, T, CLAMP(x, T))                                            \
-  static const gs_loop_fn uloops_##S[GS_U_COUNT] = {                             \
-    neg_##S, abs_##S, exp_##S, log_##S, sqrt_##S, rsqrt_##S, sigmoid_##S,         \
-    tanh_##S, relu_##S, sin_##S, cos_##S, floor_##S, ceil_##S, round_##S,         \
-    trunc_##S, sign_##S, recip_##S, log1p_##S, expm1_##S, square_##S,             \
-    not_##S, clamp_##S};
+#define FLOAT_ULOOPS(T, S, EXP, M)                                                     \
+  ULOOP(neg_##S, T, T, -x)                                                     \
+  ULOOP(abs_##S, T, T, fabs##M(x))                                             \
+  ULOOP(exp_##S, T, T, EXP(x))                                                 \
+  ULOOP(log_##S, T, T, log##M(x))                                              \
+  ULOOP(sqrt_##S, T, T, sqrt##M(x))                                            \
+  ULOOP(rsqrt_##S, T, T, (T)1 / sqrt##M(x))                                    \
+  ULOOP(sigmoid_##S, T, T, (T)1 / ((T)1 + EXP(-x)))                            \
+  ULOOP(tanh_##S, T, T, tanh##M(x))                                            \
+  ULOOP(relu_##S, T, T, x != x ? x : x > 0 ? x : (T)0)                         \
+  ULOOP(sin_##S, T, T, sin##M(x))                                              \
+  ULOOP(cos_##S, T, T, cos##M(x))                                              \
+  ULOOP(floor_##S, T, T, floor##M(x))                                          \
+  ULOOP(ceil_##S, T, T, ceil##M(x))                                            \
+  ULOOP(round_##S, T, T, nearbyint##M(x))                                      \
+  ULOOP(trunc_##S, T, T, trunc##M(x))                                          \
+  ULOOP(sign_##S, T, T, (T)sgn(x))                                             \
+  ULOOP(reciprocal_##S, T, T, (T)1 / x)                                        \
+  ULOOP(log1p_##S, T, T, log1p##M(x))                                          \
+  ULOOP(expm1_##S, T, T, expm1##M(x))                                          \
+  ULOOP(square_##S, T, T, x * x)                                               \
+  ULOOP(logical_not_##S, T, uint8_t, x == 0)                                   \
+  ULOOP(clamp_##S, T, T, CLAMP(x, T))
 
 FLOAT_ULOOPS(float, f32, fast_expf, f)
 FLOAT_ULOOPS(double, f64, exp, )
+/* every unary op has a float kernel named after it (gs_op_list.h) */
+#define KERNEL_F32(ID, name, ...) [GS_U_##ID] = name##_f32,
+#define KERNEL_F64(ID, name, ...) [GS_U_##ID] = name##_f64,
+static const gs_loop_fn uloops_f32[GS_U_COUNT] = {GS_UNARY_OPS(KERNEL_F32)};
+static const gs_loop_fn uloops_f64[GS_U_COUNT] = {GS_UNARY_OPS(KERNEL_F64)};
 
 #define I64 int64_t
 ULOOP(neg_i64, I64, I64, (I64)(0 - (uint64_t)x))
@@ -71,7 +71,7 @@ ULOOP(relu_i64, I64, I64, x > 0 ? x : 0)
 ULOOP(id_i64, I64, I64, x)
 ULOOP(sign_i64, I64, I64, (x > 0) - (x < 0))
 ULOOP(square_i64, I64, I64, (I64)((uint64_t)x * (uint64_t)x))
-ULOOP(not_i64, I64, uint8_t, x == 0)
+ULOOP(logical_not_i64, I64, uint8_t, x == 0)
 static void clamp_i64(char **d, const int64_t *s, int64_t n, void *vctx) {
   const un_ctx *ctx = vctx;
   bool has_lo = ctx->lo == ctx->lo, has_hi = ctx->hi == ctx->hi;
@@ -89,7 +89,7 @@ static void clamp_i64(char **d, const int64_t *s, int64_t n, void *vctx) {
 static const gs_loop_fn uloops_i64[GS_U_COUNT] = {
   [GS_U_NEG] = neg_i64, [GS_U_ABS] = abs_i64, [GS_U_RELU] = relu_i64,
   [GS_U_FLOOR] = id_i64, [GS_U_CEIL] = id_i64, [GS_U_ROUND] = id_i64, [GS_U_TRUNC] = id_i64,
-  [GS_U_SIGN] = sign_i64, [GS_U_SQUARE] = square_i64, [GS_U_LOGICAL_NOT] = not_i64,
+  [GS_U_SIGN] = sign_i64, [GS_U_SQUARE] = square_i64, [GS_U_LOGICAL_NOT] = logical_not_i64,
   [GS_U_CLAMP] = clamp_i64};
 
 gs_status gs_cpu_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args) {

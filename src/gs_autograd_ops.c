@@ -115,12 +115,9 @@ static gs_status bw_unary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 
 gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tensor **out) {
   GS_TRY(gs_unary(op, x, args, out));
-  if (op == GS_U_LOGICAL_NOT || !gs_dtype_is_float((*out)->dtype) || !wants(&x, 1)) return GS_OK;
-  static const char *names[GS_U_COUNT] = {
-    "NegBackward0", "AbsBackward0", "ExpBackward0", "LogBackward0", "SqrtBackward0", "RsqrtBackward0",
-    "SigmoidBackward0", "TanhBackward0", "ReluBackward0", "SinBackward0", "CosBackward0", "FloorBackward0",
-    "CeilBackward0", "RoundBackward0", "TruncBackward0", "SignBackward0", "ReciprocalBackward0",
-    "Log1PBackward0", "Expm1Backward0", "PowBackward0", "", "ClampBackward1"};
+#define GRAD_U(ID, name, method, inplace, grad) [GS_U_##ID] = grad,
+  static const char *const names[GS_U_COUNT] = {GS_UNARY_OPS(GRAD_U)};
+  if (!names[op] || !gs_dtype_is_float((*out)->dtype) || !wants(&x, 1)) return GS_OK;
   gs_node *n = gs_node_new(names[op], bw_unary, 1, &x);
   gs_status s = GS_OK;
   if (n) {
@@ -201,19 +198,10 @@ static gs_status bw_binary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
   return s;
 }
 
-static const char *binary_name(gs_binary_op op) {
-  switch (op) {
-  case GS_B_ADD: return "AddBackward0";
-  case GS_B_SUB: return "SubBackward0";
-  case GS_B_MUL: return "MulBackward0";
-  case GS_B_DIV: return "DivBackward0";
-  case GS_B_POW: return "PowBackward1";
-  default: return NULL;
-  }
-}
-
 static gs_status record_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, double c, bool reversed, gs_tensor *out) {
-  const char *name = binary_name(op);
+#define GRAD_B(ID, name, method, inplace, grad) [GS_B_##ID] = grad,
+  static const char *const names[GS_B_COUNT] = {GS_BINARY_OPS(GRAD_B)};
+  const char *name = names[op];
   if (!name || !gs_dtype_is_float(out->dtype)) return GS_OK;
   gs_tensor *ins[2] = {a, b};
   if (!wants(ins, b ? 2 : 1)) return GS_OK;

@@ -12,6 +12,7 @@
 #ifndef GS_BACKEND_H
 #define GS_BACKEND_H
 
+#include "gs_op_list.h"
 #include "gs_tensor.h"
 
 /* A Lua number or boolean as an op argument; its kind decides promotion
@@ -21,25 +22,10 @@ static inline gs_scalar gs_scalar_f(double f) { gs_scalar s = {true, f, 0, false
 static inline gs_scalar gs_scalar_i(int64_t i) { gs_scalar s = {false, (double)i, i, false}; return s; }
 static inline gs_scalar gs_scalar_b(bool b) { gs_scalar s = {false, b ? 1.0 : 0.0, b, true}; return s; }
 
-typedef enum {
-  GS_U_NEG, GS_U_ABS, GS_U_EXP, GS_U_LOG, GS_U_SQRT, GS_U_RSQRT, GS_U_SIGMOID,
-  GS_U_TANH, GS_U_RELU, GS_U_SIN, GS_U_COS, GS_U_FLOOR, GS_U_CEIL, GS_U_ROUND,
-  GS_U_TRUNC, GS_U_SIGN, GS_U_RECIPROCAL, GS_U_LOG1P, GS_U_EXPM1, GS_U_SQUARE,
-  GS_U_LOGICAL_NOT, GS_U_CLAMP, /* args: min, max (NaN = unbounded) */
-  GS_U_COUNT
-} gs_unary_op;
-
-typedef enum {
-  GS_B_ADD, GS_B_SUB, GS_B_MUL, GS_B_DIV, GS_B_FLOOR_DIV, GS_B_REMAINDER, GS_B_POW,
-  GS_B_MAXIMUM, GS_B_MINIMUM,
-  /* comparisons and logic write a bool output */
-  GS_B_EQ, GS_B_NE, GS_B_LT, GS_B_LE, GS_B_GT, GS_B_GE, GS_B_LOGICAL_AND, GS_B_LOGICAL_OR,
-  GS_B_COUNT
-} gs_binary_op;
-
-typedef enum {
-  GS_R_SUM, GS_R_PROD, GS_R_MAX, GS_R_MIN, GS_R_ARGMAX, GS_R_ARGMIN, GS_R_COUNT
-} gs_reduce_op;
+/* The op families and their tables come from one list each (gs_op_list.h). */
+typedef enum { GS_UNARY_OPS(GS_OP_ENUM_U) GS_U_COUNT } gs_unary_op;
+typedef enum { GS_BINARY_OPS(GS_OP_ENUM_B) GS_B_COUNT } gs_binary_op;
+typedef enum { GS_REDUCE_OPS(GS_OP_ENUM_R) GS_R_COUNT } gs_reduce_op;
 
 typedef enum { GS_RAND_UNIFORM, GS_RAND_NORMAL, GS_RAND_INT } gs_random_kind;
 

@@ -5,13 +5,6 @@
 #include <string.h>
 #include "gs_ops.h"
 
-static const char *unary_names[GS_U_COUNT] = {
-  "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
-  "ceil", "round", "trunc", "sign", "reciprocal", "log1p", "expm1", "square", "logical_not", "clamp"};
-static const char *binary_names[GS_B_COUNT] = {
-  "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
-  "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"};
-
 static bool unary_keeps_ints(gs_unary_op op) {
   switch (op) {
   case GS_U_NEG: case GS_U_ABS: case GS_U_RELU: case GS_U_FLOOR: case GS_U_CEIL: case GS_U_ROUND:
@@ -38,12 +31,12 @@ static gs_status unary_check(gs_unary_op op, const gs_tensor *x) {
 /* Computes op(x) into a new tensor of dtype rt (no in-place). */
 static gs_status unary_compute(gs_unary_op op, const gs_tensor *x, const double *args, gs_dtype rt, gs_tensor **out) {
   const gs_backend *be;
-  GS_DISPATCH(be, x, unary, unary_names[op]);
+  GS_DISPATCH(be, x, unary, gs_unary_name(op));
   gs_dtype cdt = gs_compute_dtype(rt == GS_BOOL ? x->dtype : rt);
   gs_tensor *cx = NULL, *r = NULL, *final = NULL;
   gs_status s = gs_cast(x, cdt, &cx);
   if (s == GS_OK) s = gs_tensor_empty(gs_tensor_device(x), op == GS_U_LOGICAL_NOT ? GS_BOOL : cdt, x->ndim, x->shape, &r);
-  if (s == GS_OK) { gs_log_op(unary_names[op], x); s = be->unary(op, r, cx, args); }
+  if (s == GS_OK) { gs_log_op(gs_unary_name(op), x); s = be->unary(op, r, cx, args); }
   if (s == GS_OK) s = gs_cast(r, rt, &final);
   gs_tensor_release(cx);
   gs_tensor_release(r);
@@ -63,9 +56,9 @@ gs_status gs_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
     return gs_error("result type %s can't be cast to the desired output type %s", gs_dtype_torch_name(rt),
                     gs_dtype_torch_name(x->dtype));
   const gs_backend *be;
-  GS_DISPATCH(be, x, unary, unary_names[op]);
+  GS_DISPATCH(be, x, unary, gs_unary_name(op));
   if (gs_is_contiguous(x) && x->dtype == gs_compute_dtype(x->dtype) && op != GS_U_LOGICAL_NOT) {
-    gs_log_op(unary_names[op], x);
+    gs_log_op(gs_unary_name(op), x);
     GS_TRY(be->unary(op, x, x, args));
     x->buf->version++;
     return GS_OK;
@@ -111,7 +104,7 @@ static gs_status binary_compute(gs_binary_op op, const gs_tensor *a, const gs_te
                                 gs_tensor **out) {
   GS_TRY(binary_check(op, a, b));
   const gs_backend *be;
-  GS_DISPATCH(be, a, binary, binary_names[op]);
+  GS_DISPATCH(be, a, binary, gs_binary_name(op));
   gs_dtype rt = binary_result(op, promoted), common = binary_common(op, promoted);
   gs_dtype cdt = gs_compute_dtype(common);
   int nd;
@@ -127,7 +120,7 @@ static gs_status binary_compute(gs_binary_op op, const gs_tensor *a, const gs_te
   if (s == GS_OK) s = gs_expand(ca, nd, shape, &ea);
   if (s == GS_OK) s = gs_expand(cb, nd, shape, &eb);
   if (s == GS_OK) s = gs_tensor_empty(gs_tensor_device(a), is_comparison(op) ? GS_BOOL : cdt, nd, shape, &r);
-  if (s == GS_OK) { gs_log_op(binary_names[op], a); s = be->binary(op, r, ea, eb); }
+  if (s == GS_OK) { gs_log_op(gs_binary_name(op), a); s = be->binary(op, r, ea, eb); }
   if (s == GS_OK) s = gs_cast(r, rt, &final);
   gs_tensor_release(pa);
   gs_tensor_release(pb);
@@ -203,12 +196,12 @@ static gs_status binary_inplace(gs_binary_op op, gs_tensor *a, const gs_tensor *
   GS_TRY(inplace_checks(op, a, b, promoted));
   bool may_fail = op == GS_B_FLOOR_DIV || op == GS_B_REMAINDER;
   const gs_backend *be;
-  GS_DISPATCH(be, a, binary, binary_names[op]);
+  GS_DISPATCH(be, a, binary, gs_binary_name(op));
   if (!is_comparison(op) && !may_fail && gs_is_contiguous(a) && a->dtype == gs_compute_dtype(a->dtype) &&
       binary_result(op, promoted) == a->dtype && b->dtype == a->dtype && !gs_partial_overlap(a, b)) {
     gs_tensor *eb;
     GS_TRY(gs_expand(b, a->ndim, a->shape, &eb));
-    gs_log_op(binary_names[op], a);
+    gs_log_op(gs_binary_name(op), a);
     gs_status s = be->binary(op, a, a, eb);
     gs_tensor_release(eb);
     if (s == GS_OK) a->buf->version++;

@@ -4,8 +4,6 @@
 #include <string.h>
 #include "gs_ops.h"
 
-static const char *reduce_names[GS_R_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin"};
-
 /* Output shape: x's without dim (or with it as 1 when keepdim); 0-d for
  * a whole-tensor reduction. */
 static int reduced_shape(const gs_tensor *x, int dim, bool keepdim, int64_t *shape) {
@@ -20,14 +18,14 @@ static int reduced_shape(const gs_tensor *x, int dim, bool keepdim, int64_t *sha
 
 gs_status gs_reduce(gs_reduce_op op, const gs_tensor *x, int dim, bool keepdim, gs_tensor **values, gs_tensor **indices) {
   const gs_backend *be;
-  GS_DISPATCH(be, x, reduce, reduce_names[op]);
+  GS_DISPATCH(be, x, reduce, gs_reduce_name(op));
   if (x->ndim == 0) dim = -1; /* a 0-d tensor reduces to itself along dim 1 or -1 */
   bool extremum = op != GS_R_SUM && op != GS_R_PROD;
   if (extremum && (dim < 0 ? gs_numel(x) == 0 : x->shape[dim] == 0)) {
     if (dim < 0)
       return gs_error("%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-                      "reduction dim with the 'dim' argument.", reduce_names[op]);
-    return gs_error("%s(): Expected reduction dim %d to have non-zero size.", reduce_names[op], dim + 1);
+                      "reduction dim with the 'dim' argument.", gs_reduce_name(op));
+    return gs_error("%s(): Expected reduction dim %d to have non-zero size.", gs_reduce_name(op), dim + 1);
   }
   /* sum and prod of integers and bools give int64, as in PyTorch */
   gs_dtype vt = (op == GS_R_SUM || op == GS_R_PROD) && !gs_dtype_is_float(x->dtype) ? GS_INT64 : x->dtype;
@@ -40,7 +38,7 @@ gs_status gs_reduce(gs_reduce_op op, const gs_tensor *x, int dim, bool keepdim, 
   bool arg = op == GS_R_ARGMAX || op == GS_R_ARGMIN;
   if (s == GS_OK) s = gs_tensor_empty(gs_tensor_device(x), arg ? GS_INT64 : cdt, nd, shape, &v);
   if (s == GS_OK && indices && !arg) s = gs_tensor_empty(gs_tensor_device(x), GS_INT64, nd, shape, &idx);
-  if (s == GS_OK) { gs_log_op(reduce_names[op], x); s = be->reduce(op, v, idx, cx, dim); }
+  if (s == GS_OK) { gs_log_op(gs_reduce_name(op), x); s = be->reduce(op, v, idx, cx, dim); }
   if (s == GS_OK && !arg) s = gs_cast(v, vt, &cc);
   gs_tensor_release(tmp);
   gs_tensor_release(cx);

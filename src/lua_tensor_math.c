@@ -341,26 +341,25 @@ static void closure(lua_State *L, const char *name, lua_CFunction f, lua_Integer
 }
 
 void gsL_register_math(lua_State *L) {
-  static const char *unames[GS_U_COUNT] = {
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
-    "ceil", "round", "trunc", "sign", "reciprocal", "log1p", "expm1", "square", "logical_not", NULL};
+  /* the generic methods, from the op lists (gs_op_list.h) */
+  static const struct { const char *name; bool method, inplace; } u[] = {
+#define LUA_U(ID, name, method, inplace, grad) [GS_U_##ID] = {#name, method, inplace},
+    GS_UNARY_OPS(LUA_U)};
+  static const struct { const char *name; bool method, inplace; } b[] = {
+#define LUA_B(ID, name, method, inplace, grad) [GS_B_##ID] = {#name, method, inplace},
+    GS_BINARY_OPS(LUA_B)};
+  char name[32];
   for (int op = 0; op < GS_U_COUNT; op++) {
-    if (!unames[op]) continue;
-    char name[32];
-    closure(L, unames[op], unary, op);
-    snprintf(name, sizeof name, "%s_", unames[op]);
-    closure(L, name, unary_, op);
+    if (u[op].method) closure(L, u[op].name, unary, op);
+    snprintf(name, sizeof name, "%s_", u[op].name);
+    if (u[op].inplace) closure(L, name, unary_, op);
   }
-  static const char *bnames[GS_B_COUNT] = {
-    NULL, NULL, "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"};
   for (int op = 0; op < GS_B_COUNT; op++) {
-    if (bnames[op]) closure(L, bnames[op], binary, op);
+    if (b[op].method) closure(L, b[op].name, binary, op);
+    snprintf(name, sizeof name, "%s_", b[op].name);
+    if (b[op].inplace) closure(L, name, binary_, op);
   }
-  static const char *inplace[] = {"add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "pow_"};
-  for (int op = 0; op <= GS_B_POW; op++) closure(L, inplace[op], binary_, op);
-  static const char *rnames[GS_R_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin"};
-  for (int op = 0; op < GS_R_COUNT; op++) closure(L, rnames[op], reduce, op);
+  for (int op = 0; op < GS_R_COUNT; op++) closure(L, gs_reduce_name(op), reduce, op);
   closure(L, "std", var_std, 1);
   closure(L, "var", var_std, 0);
   closure(L, "all", all_any, 0);
