@@ -22,6 +22,7 @@
  * reset_peak. */
 #ifdef GS_HAVE_CUDA
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include <cuda_runtime_api.h>
 #include "backend_cuda.h"
 #include "cuda_kernels.h"
+#include "gs_dlopen.h"
 
 #define MAX_DEVICES 64
 #define NCLASSES (64 * 4)
@@ -53,17 +55,46 @@ static int ndevices;
 static char unavailable[256];
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
+/* Why the runtime found no device, in words a user can act on. The
+ * runtime (linked statically) opens the driver, libcuda.so.1, itself and
+ * reports its absence as "driver version is insufficient", which sends
+ * people looking for a newer driver on a machine that has none. */
+static void explain(cudaError_t e) {
+  void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!drv) {
+    snprintf(unavailable, sizeof unavailable,
+             "no NVIDIA driver: libcuda.so.1 was not found (install the NVIDIA driver, or add the directory holding "
+             "libcuda.so.1 to LD_LIBRARY_PATH)");
+    return;
+  }
+  dlclose(drv);
+  int have = 0;
+  if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&have) == cudaSuccess && have > 0)
+    snprintf(unavailable, sizeof unavailable,
+             "%s: the NVIDIA driver supports CUDA %d.%d, gshell was built with CUDA %d.%d (CUDA 13 needs driver 580 "
+             "or newer)",
+             cudaGetErrorString(e), have / 1000, have % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+  else
+    snprintf(unavailable, sizeof unavailable, "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
 /* The first question to the driver. Failure of any kind means no devices. */
 static void probe(void) {
   for (int i = 0; i < MAX_DEVICES; i++) pthread_mutex_init(&devs[i].lock, NULL);
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    snprintf(unavailable, sizeof unavailable, "%s", cudaGetErrorString(e));
     (void)cudaGetLastError();
+    explain(e);
     n = 0;
   } else if (n == 0) {
     snprintf(unavailable, sizeof unavailable, "no CUDA-capable device is detected");
+  }
+  /* list the driver the runtime loaded (RTLD_NOLOAD: only if it did) */
+  void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (drv) {
+    gs_cuda_note_library("driver", drv);
+    dlclose(drv);
   }
   ndevices = n > MAX_DEVICES ? MAX_DEVICES : n;
 }
@@ -75,8 +106,40 @@ int gs_cuda_real_device_count(void) {
 
 const char *gs_cuda_unavailable_reason(void) { return unavailable; }
 
+/* Errors after which the context is unusable: every later CUDA call
+ * returns them again ("sticky"), whatever it is. They come from a kernel
+ * queued earlier, not from the call that reports them. */
+static bool sticky(cudaError_t e) {
+  switch (e) {
+  case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace: case cudaErrorInvalidPc:
+  case cudaErrorHardwareStackError: case cudaErrorAssert: case cudaErrorLaunchTimeout:
+  case cudaErrorECCUncorrectable: case cudaErrorContextIsDestroyed:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The first sticky error, reported again by every later failure. */
+static pthread_mutex_t lost_lock = PTHREAD_MUTEX_INITIALIZER;
+static char lost[400];
+
 gs_status gs_cuda_fail(cudaError_t err, const char *expr, const char *file, int line) {
   (void)cudaGetLastError(); /* clears the error unless it is sticky */
+  pthread_mutex_lock(&lost_lock);
+  bool first_loss = sticky(err) && !lost[0];
+  if (first_loss)
+    snprintf(lost, sizeof lost, "%s (%s), noticed in %s at %s:%d", cudaGetErrorString(err), cudaGetErrorName(err),
+             expr, file, line);
+  char was[sizeof lost];
+  snprintf(was, sizeof was, "%s", lost);
+  pthread_mutex_unlock(&lost_lock);
+  if (was[0])
+    return gs_error("CUDA error: the CUDA context is lost after %s. A kernel queued earlier failed (kernels run "
+                    "asynchronously, so the op that noticed is not the one at fault); every later CUDA call fails the "
+                    "same way: restart gshell, and run it with CUDA_LAUNCH_BLOCKING=1 to stop at the op that fails",
+                    was);
   gs_status code = err == cudaErrorMemoryAllocation ? GS_ERR_OOM : GS_ERR;
   return gs_error_code(code, "CUDA error: %s (%s) in %s at %s:%d", cudaGetErrorString(err), cudaGetErrorName(err),
                        expr, file, line);

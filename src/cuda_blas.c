@@ -22,6 +22,7 @@
 #include <string.h>
 #include "backend_cuda.h"
 #include "cuda_kernels.h"
+#include "gs_dlopen.h"
 
 /* The slice of the cuBLAS v2 ABI used here (values from cublas_api.h). */
 typedef void *blas_handle;
@@ -36,7 +37,7 @@ typedef const char *(*status_string_fn)(int);
 
 static struct {
   void *lib;
-  char error[512];
+  char error[1536];
   create_fn create;
   set_stream_fn set_stream;
   sgemm_batched_fn sgemm;
@@ -48,32 +49,12 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static blas_handle handles[64];
 
-/* Tries each name through the loader's search path (LD_LIBRARY_PATH,
- * ld.so.cache), then in $CUDA_HOME/lib64 and /usr/local/cuda/lib64, which
- * toolkits install into without always registering. */
 static void load(void) {
-  static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-  const char *home = getenv("CUDA_HOME");
-  const char *dirs[] = {"", home && *home ? home : "/usr/local/cuda", "/usr/local/cuda"};
-  char tried[400] = "";
-  for (size_t d = 0; d < sizeof dirs / sizeof dirs[0] && !blas.lib; d++) {
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !blas.lib; i++) {
-      char path[512];
-      if (*dirs[d]) snprintf(path, sizeof path, "%s/lib64/%s", dirs[d], names[i]);
-      else snprintf(path, sizeof path, "%s", names[i]);
-      blas.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-      if (!blas.lib && d == 0) { /* the loader's own reasons are the informative ones */
-        const char *why = dlerror();
-        size_t k = strlen(tried);
-        if (k < sizeof tried) snprintf(tried + k, sizeof tried - k, "%s%s", k ? "; " : "", why ? why : names[i]);
-      }
-    }
-  }
-  if (!blas.lib) {
-    snprintf(blas.error, sizeof blas.error, "cuBLAS could not be loaded (%s): install the CUDA toolkit's libcublas "
-             "or add its directory to LD_LIBRARY_PATH", tried);
-    return;
-  }
+  static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
+  static const char *const deps[] = {"libcublasLt.so.13", "libcublasLt.so.12", NULL};
+  static const gs_cuda_lib_spec spec = {"cublas", names, deps, "cublas"};
+  blas.lib = gs_cuda_dlopen(&spec, blas.error, sizeof blas.error);
+  if (!blas.lib) return;
   /* POSIX allows converting dlsym's void * to a function pointer */
   *(void **)&blas.create = dlsym(blas.lib, "cublasCreate_v2");
   *(void **)&blas.set_stream = dlsym(blas.lib, "cublasSetStream_v2");

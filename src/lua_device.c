@@ -18,6 +18,7 @@ typedef struct {
   uint64_t n_alloc, n_free, n_cache_hits, n_cache_flushes, n_ooms, kernels, busy_ns;
 } gs_sim_extra_stats;
 void gs_sim_extra(int i, gs_sim_extra_stats *out);
+#include "gs_dlopen.h"
 #ifdef GS_HAVE_CUDA
 #include "backend_cuda.h" /* gs_cuda_get_properties for real devices */
 #endif
@@ -36,6 +37,26 @@ static int c_unavailable_reason(lua_State *L) {
 #else
   lua_pushliteral(L, "this gshell was built without CUDA (nvcc was not found, or CUDA=0)");
 #endif
+  return 1;
+}
+
+/* torch.cuda.libraries(): {label = path} of the CUDA libraries loaded so
+ * far (the driver once devices were counted, cuBLAS after the first
+ * product), and the same pairs in load order in the array part. */
+static int c_libraries(lua_State *L) {
+  (void)gs_cuda_device_count(); /* counting devices loads the driver, if there is one */
+  lua_newtable(L);
+  const char *label, *path;
+  for (int i = 0; gs_cuda_loaded_library(i, &label, &path); i++) {
+    lua_pushstring(L, path);
+    lua_setfield(L, -2, label);
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, label);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, path);
+    lua_setfield(L, -2, "path");
+    lua_rawseti(L, -2, i + 1);
+  }
   return 1;
 }
 
@@ -350,7 +371,7 @@ static int l_sim_configure(lua_State *L) {
 void gsL_open_device(lua_State *L) {
   static const luaL_Reg cuda[] = {
     {"is_available", c_is_available}, {"device_count", c_device_count}, {"is_simulated", c_is_simulated},
-    {"unavailable_reason", c_unavailable_reason},
+    {"unavailable_reason", c_unavailable_reason}, {"libraries", c_libraries},
     {"current_device", c_current_device}, {"set_device", c_set_device}, {"synchronize", c_synchronize},
     {"get_device_name", c_get_device_name}, {"get_device_properties", c_get_device_properties},
     {"get_device_capability", c_get_device_capability}, {"utilization", c_utilization},

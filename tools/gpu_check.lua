@@ -22,8 +22,17 @@ for _, a in ipairs(args) do
   elseif a:match("^cuda") then dev = a end
 end
 
+-- The CUDA libraries loaded so far (the driver, cuBLAS), one line each.
+local function print_libraries()
+  local libs = torch.cuda.libraries and torch.cuda.libraries() or {}
+  if #libs == 0 then print("gpu_check: no CUDA library loaded") end
+  for _, l in ipairs(libs) do print(("gpu_check: loaded %-7s %s"):format(l.name, l.path)) end
+end
+
 if torch.cuda.device_count() == 0 then
   print("gpu_check: no CUDA device is visible (torch.cuda.device_count() == 0); nothing to check.")
+  print("gpu_check: reason: " .. tostring(torch.cuda.unavailable_reason()))
+  print_libraries()
   print("  A driver older than the CUDA runtime gshell was built with also reads as no device")
   print("  (CUDA 13 needs driver 580 or newer): `nvidia-smi` shows the driver's version.")
   os.exit(2)
@@ -66,8 +75,22 @@ end
 
 local function isnan(v) return type(v) == "number" and v ~= v end
 
+-- The spacing of float16 (10 fraction bits) or bfloat16 (7) values near x:
+-- the GPU may round an intermediate differently (a fused multiply-add, a
+-- float32 step), which moves a half-precision result by one unit.
+local function half_ulp(x, frac_bits, min_exp)
+  local a = math.abs(x)
+  if a == math.huge then return 0 end
+  local e = a > 0 and math.floor(math.log(a, 2)) or min_exp -- 2^e <= a < 2^(e+1)
+  if a > 0 and 2.0 ^ e > a then e = e - 1 elseif a > 0 and 2.0 ^ (e + 1) <= a then e = e + 1 end
+  if e < min_exp then e = min_exp end -- subnormals share the smallest spacing
+  return 2.0 ^ (e - frac_bits)
+end
+local HALF_ULP = {["torch.float16"] = {10, -14}, ["torch.bfloat16"] = {7, -126}}
+
 -- Compares a CPU tensor with a device tensor: same shape and dtype, the
 -- device one on the device, values equal (exact) or close (rtol/atol);
+-- float16/bfloat16 without a tolerance within one unit of their precision;
 -- NaN matches NaN, infinities must be equal.
 local function expect_same(cpu, gpu, rtol, atol, what)
   what = what and (what .. ": ") or ""
@@ -79,7 +102,8 @@ local function expect_same(cpu, gpu, rtol, atol, what)
     error(what .. "dtype " .. tostring(gpu.dtype) .. " ~= cpu " .. tostring(cpu.dtype), 0)
   end
   local g = gpu:cpu()
-  if cpu:numel() > 20000 then -- large: compare on the device side of the engine, no NaN expected
+  local ulp = not (rtol or atol) and HALF_ULP[tostring(cpu.dtype)]
+  if cpu:numel() > 20000 and not ulp then -- large: compare on the device side of the engine, no NaN expected
     local ok = (rtol or atol) and cpu:allclose(g, rtol or 0, atol or 0) or cpu:equal(g)
     if not ok then
       local d = (cpu:double() - g:double()):abs():max():item()
@@ -92,8 +116,10 @@ local function expect_same(cpu, gpu, rtol, atol, what)
     local x, y = a[i], b[i]
     local same
     if isnan(x) or isnan(y) then same = isnan(x) and isnan(y)
-    elseif type(x) ~= "number" or math.type(x) == "integer" or not (rtol or atol) then same = x == y
     elseif x == y then same = true
+    elseif ulp and type(x) == "number" and type(y) == "number" then
+      same = math.abs(x - y) <= half_ulp(x, ulp[1], ulp[2]) -- one half-precision unit, not exact
+    elseif type(x) ~= "number" or math.type(x) == "integer" or not (rtol or atol) then same = false
     else same = math.abs(x - y) <= (atol or 0) + (rtol or 0) * math.abs(x) end
     if not same then
       error(("%selement %d: cuda %s, cpu %s (rtol %s atol %s)"):format(what, i, tostring(y), tostring(x),
@@ -591,6 +617,7 @@ else okt, err = pcall(function()
 end) end
 if not okt then infos[#infos + 1] = "timing failed: " .. tostring(err) end
 for _, line in ipairs(infos) do print("INFO  " .. line) end
+print_libraries()
 
 print(("gpu_check: %d passed, %d failed, %d skipped"):format(passed, failed, skipped))
 if failed > 0 then print("failed: " .. table.concat(failures, "; ")) end

@@ -57,6 +57,7 @@ local D = {
   ["torch.cuda"] = "torch.cuda: CUDA devices (real GPUs, or simulated with --sim-gpus N)",
   ["torch.cuda.is_available"] = "torch.cuda.is_available() -> true when a CUDA device (real or simulated) exists",
   ["torch.cuda.unavailable_reason"] = "torch.cuda.unavailable_reason() -> why no real GPU is usable (no driver, too old, built without CUDA), or nil",
+  ["torch.cuda.libraries"] = "torch.cuda.libraries() -> the CUDA libraries loaded so far: {{name =, path =}, ...}, and lib[name] = path",
   ["torch.cuda.device_count"] = "torch.cuda.device_count() -> number of CUDA devices",
   ["torch.cuda.current_device"] = "torch.cuda.current_device() -> the ordinal 'cuda' means",
   ["torch.cuda.set_device"] = "torch.cuda.set_device(i): make 'cuda' mean cuda:i",
