@@ -18,6 +18,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { char label[32]; char path[PATH_MAX]; } loaded[MAX_LOADED];
 static int nloaded;
 
+/* Copies src into dst (len bytes), cut short if it must be. */
+static void copy_str(char *dst, size_t len, const char *src) {
+  size_t k = strlen(src);
+  if (k >= len) k = len - 1;
+  memcpy(dst, src, k);
+  dst[k] = '\0';
+}
+
 /* ---- the list of loaded libraries ---- */
 
 static void note(const char *label, const char *path) {
@@ -205,7 +213,7 @@ static void *open_in(const char *dir, const char *name, const char *const *deps,
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h && why && !*why) { /* the file is there but will not load: the most useful thing to report */
     const char *e = dlerror();
-    snprintf(why, whylen, "%s", e ? e : path);
+    copy_str(why, whylen, e ? e : path);
   }
   return h;
 }
