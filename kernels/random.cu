@@ -24,13 +24,12 @@ __global__ void normal_kernel(T *dst, int64_t n, uint64_t seed, uint64_t offset,
   GS_GRID_LOOP(i, n) dst[i] = (T)__dadd_rn(mean, __dmul_rn(std, gs_philox_normal(seed, offset + (uint64_t)i)));
 }
 
-/* integers in [lo, lo + range) by the same modulo as the CPU */
-__global__ void int_kernel(int64_t *dst, int64_t n, uint64_t seed, uint64_t offset, int64_t lo, uint64_t range) {
-  GS_GRID_LOOP(i, n) dst[i] = (int64_t)((uint64_t)lo + gs_philox_u64(seed, offset + (uint64_t)i) % range);
+/* integers in [lo, lo + width) by the CPU's rule (gs_philox_randint) */
+__global__ void int_kernel(int64_t *dst, int64_t n, uint64_t seed, uint64_t offset, int64_t lo, uint64_t width) {
+  GS_GRID_LOOP(i, n) dst[i] = gs_philox_randint(seed, offset + (uint64_t)i, lo, width);
 }
 
-extern "C" gs_status gs_cuda_random(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a,
-                                    double b) {
+extern "C" gs_status gs_cuda_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset) {
   int64_t n = gs_numel(dst);
   if (n == 0) return GS_OK;
   cudaStream_t st;
@@ -38,7 +37,8 @@ extern "C" gs_status gs_cuda_random(gs_tensor *dst, gs_random_kind kind, uint64_
   unsigned g = gs_grid(n);
   void *p = gs_tensor_ptr(dst);
   bool f32 = dst->dtype == GS_FLOAT32;
-  switch (kind) {
+  double a = r->a, b = r->b;
+  switch (r->kind) {
   case GS_RAND_UNIFORM:
     if (f32) uniform_kernel<float><<<g, GS_BLOCK, 0, st>>>((float *)p, n, seed, offset, a, b);
     else uniform_kernel<double><<<g, GS_BLOCK, 0, st>>>((double *)p, n, seed, offset, a, b);
@@ -47,14 +47,11 @@ extern "C" gs_status gs_cuda_random(gs_tensor *dst, gs_random_kind kind, uint64_
     if (f32) normal_kernel<float><<<g, GS_BLOCK, 0, st>>>((float *)p, n, seed, offset, a, b);
     else normal_kernel<double><<<g, GS_BLOCK, 0, st>>>((double *)p, n, seed, offset, a, b);
     break;
-  case GS_RAND_INT: {
-    int64_t lo = (int64_t)a;
-    uint64_t range = (uint64_t)((int64_t)b - lo);
-    if (range == 0) return gs_error("random: empty integer range [%lld, %lld)", (long long)lo, (long long)b);
-    int_kernel<<<g, GS_BLOCK, 0, st>>>((int64_t *)p, n, seed, offset, lo, range);
+  case GS_RAND_INT:
+    if (!(r->lo < r->hi)) return gs_error("random: empty integer range [%lld, %lld)", (long long)r->lo, (long long)r->hi);
+    int_kernel<<<g, GS_BLOCK, 0, st>>>((int64_t *)p, n, seed, offset, r->lo, gs_randint_width(r->lo, r->hi));
     break;
-  }
-  default: return gs_error("random: unknown kind %d", (int)kind);
+  default: return gs_error("random: unknown kind %d", (int)r->kind);
   }
   CUDA_CHECK_LAUNCH();
   return GS_OK;

@@ -12,7 +12,7 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
 gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log);
 gs_status gs_cpu_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);
 gs_status gs_cpu_arange(gs_tensor *dst, double start, double step);
-gs_status gs_cpu_random(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a, double b);
+gs_status gs_cpu_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset);
 gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
 
 /* Below this many elements a kernel runs on one thread: the pool's

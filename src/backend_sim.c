@@ -243,8 +243,8 @@ static gs_status sim_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool l
 }
 static gs_status sim_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) { TIMED(c, gs_cpu_gemm(c, a, b)); }
 static gs_status sim_arange(gs_tensor *dst, double start, double step) { TIMED(dst, gs_cpu_arange(dst, start, step)); }
-static gs_status sim_random(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a, double b) {
-  TIMED(dst, gs_cpu_random(dst, kind, seed, offset, a, b));
+static gs_status sim_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset) {
+  TIMED(dst, gs_cpu_random(dst, r, seed, offset));
 }
 static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
   TIMED(out, gs_cpu_index_select(out, x, dim, idx));

@@ -85,10 +85,14 @@ gs_status gs_ag_narrow(gs_tensor *x, int dim, int64_t start, int64_t len, gs_ten
 gs_status gs_ag_slice(gs_tensor *x, int dim, int64_t start, int64_t end, int64_t step, gs_tensor **out);
 
 /* x[{...}]: one entry per leading dim of x, each an element position
- * (dropping the dim) or a range start:end:step (already clamped, kept).
- * Applied in order; messages name the dims of x as the user counts them.
- * n > x->ndim is refused before any entry is read. */
-typedef struct { bool range; int64_t pos, start, end, step; } gs_index_entry;
+ * (0-based as gsL_pos0 gives it; dropping the dim) or a range {a, b, step}
+ * as the user wrote it (1-based, inclusive; nvals of the three given),
+ * kept as a dim. The binding reads every entry before this runs (reading
+ * may run metamethods that change x); ranges are resolved here against x
+ * as it is (gs_index_range). Applied in order; messages name the dims of x
+ * as the user counts them. n > x->ndim is refused before any entry is
+ * read. */
+typedef struct { bool range; int nvals; int64_t pos, a, b, step; } gs_index_entry;
 gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **out);
 
 /* x.index_select(dim, idx) (idx 0-based); refused while x requires grad */

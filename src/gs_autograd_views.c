@@ -132,7 +132,10 @@ gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **
     gs_tensor *v = NULL;
     gs_status s;
     if (e[k].range) {
-      s = gs_ag_slice(cur, dim++, e[k].start, e[k].end, e[k].step, &v);
+      int64_t start, end, step;
+      s = gs_index_range(e[k].nvals, e[k].a, e[k].b, e[k].step, k, cur->shape[dim], &start, &end, &step);
+      if (s == GS_OK) s = gs_ag_slice(cur, dim, start, end, step, &v);
+      dim++;
     } else {
       s = gs_check_index(e[k].pos, cur->shape[dim], k); /* names the user's dim k, not the view's */
       if (s == GS_OK) s = gs_ag_select(cur, dim, e[k].pos, &v);

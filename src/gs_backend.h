@@ -28,6 +28,9 @@ typedef enum { GS_BINARY_OPS(GS_OP_ENUM_B) GS_B_COUNT } gs_binary_op;
 typedef enum { GS_REDUCE_OPS(GS_OP_ENUM_R) GS_R_COUNT } gs_reduce_op;
 
 typedef enum { GS_RAND_UNIFORM, GS_RAND_NORMAL, GS_RAND_INT } gs_random_kind;
+/* A draw: UNIFORM in [a, b), NORMAL with mean a and std b, INT in
+ * [lo, hi) with lo < hi, exact over all of int64 (gs_philox_randint). */
+typedef struct { gs_random_kind kind; double a, b; int64_t lo, hi; } gs_random_spec;
 
 typedef struct {
   size_t allocated, max_allocated, reserved, total, free;
@@ -82,9 +85,8 @@ typedef struct gs_backend {
   /* dst contiguous: dst[i] = start + i * step */
   gs_status (*arange)(gs_tensor *dst, double start, double step);
   /* dst contiguous float32/float64 (int64 for GS_RAND_INT): Philox stream
-   * (seed, offset) so every device draws the same numbers. UNIFORM in
-   * [a, b), NORMAL with mean a and std b, INT in [a, b). */
-  gs_status (*random)(gs_tensor *dst, gs_random_kind kind, uint64_t seed, uint64_t offset, double a, double b);
+   * (seed, offset) so every device draws the same numbers. */
+  gs_status (*random)(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset);
   /* out = x.index_select(dim, idx) with idx int64 0-based, checked */
   gs_status (*index_select)(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
 } gs_backend;

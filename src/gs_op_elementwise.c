@@ -51,6 +51,7 @@ gs_status gs_unary(gs_unary_op op, const gs_tensor *x, const double *args, gs_te
 
 gs_status gs_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
   GS_TRY(unary_check(op, x));
+  GS_TRY(gs_check_writable(x));
   gs_dtype rt = unary_result(op, x->dtype);
   if (rt != x->dtype)
     return gs_error("result type %s can't be cast to the desired output type %s", gs_dtype_torch_name(rt),
@@ -194,6 +195,7 @@ static gs_status inplace_checks(gs_binary_op op, gs_tensor *a, const gs_tensor *
  * copied back, so a failure leaves a untouched. */
 static gs_status binary_inplace(gs_binary_op op, gs_tensor *a, const gs_tensor *b, gs_dtype promoted) {
   GS_TRY(inplace_checks(op, a, b, promoted));
+  GS_TRY(gs_check_writable(a));
   bool may_fail = op == GS_B_FLOOR_DIV || op == GS_B_REMAINDER;
   const gs_backend *be;
   GS_DISPATCH(be, a, binary, gs_binary_name(op));

@@ -7,6 +7,7 @@
 gs_status gs_fill_(gs_tensor *x, gs_scalar v) {
   const gs_backend *be;
   GS_DISPATCH(be, x, fill, "fill_");
+  GS_TRY(gs_check_writable(x));
   gs_log_op("fill_", x);
   GS_TRY(be->fill(x, v));
   x->buf->version++;
@@ -86,21 +87,22 @@ uint64_t gs_initial_seed(void) { return rng_seed; }
 
 /* Draws into x: directly when x is contiguous in a kernel dtype, else into
  * a temporary that is then copied in (so any dtype and view works). */
-static gs_status draw(gs_tensor *x, gs_random_kind kind, gs_dtype kdt, double a, double b) {
+static gs_status draw(gs_tensor *x, const gs_random_spec *r, gs_dtype kdt) {
   const gs_backend *be;
   GS_DISPATCH(be, x, random, "random");
+  GS_TRY(gs_check_writable(x));
   int64_t n = gs_numel(x);
-  gs_log_op(kind == GS_RAND_NORMAL ? "normal_" : kind == GS_RAND_INT ? "random_" : "uniform_", x);
+  gs_log_op(r->kind == GS_RAND_NORMAL ? "normal_" : r->kind == GS_RAND_INT ? "random_" : "uniform_", x);
   uint64_t offset = rng_offset;
   rng_offset += (uint64_t)n;
   if (gs_is_contiguous(x) && x->dtype == kdt) {
-    GS_TRY(be->random(x, kind, rng_seed, offset, a, b));
+    GS_TRY(be->random(x, r, rng_seed, offset));
     x->buf->version++;
     return GS_OK;
   }
   gs_tensor *t;
   GS_TRY(gs_tensor_empty(gs_tensor_device(x), kdt, x->ndim, x->shape, &t));
-  gs_status s = be->random(t, kind, rng_seed, offset, a, b);
+  gs_status s = be->random(t, r, rng_seed, offset);
   if (s == GS_OK) s = gs_copy_(x, t);
   gs_tensor_release(t);
   return s;
@@ -114,19 +116,47 @@ static gs_status need_float(const gs_tensor *x, const char *op) {
 gs_status gs_uniform_(gs_tensor *x, double lo, double hi) {
   GS_TRY(need_float(x, "uniform_"));
   if (!(lo <= hi)) return gs_error("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", lo, hi);
-  return draw(x, GS_RAND_UNIFORM, x->dtype == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32, lo, hi);
+  gs_random_spec r = {.kind = GS_RAND_UNIFORM, .a = lo, .b = hi};
+  return draw(x, &r, x->dtype == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32);
 }
 
 gs_status gs_normal_(gs_tensor *x, double mean, double std) {
   GS_TRY(need_float(x, "normal_"));
   if (!(std >= 0)) return gs_error("normal expects std >= 0.0, but found std %g", std);
-  return draw(x, GS_RAND_NORMAL, x->dtype == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32, mean, std);
+  gs_random_spec r = {.kind = GS_RAND_NORMAL, .a = mean, .b = std};
+  return draw(x, &r, x->dtype == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32);
 }
 
+/* The integers x's dtype holds: false when every int64 fits its range
+ * (float32, float64, bfloat16), as PyTorch checks random_'s bounds. */
+static bool int_range_of(gs_dtype dt, int64_t *min, int64_t *max) {
+  switch (dt) {
+  case GS_INT32: *min = INT32_MIN; *max = INT32_MAX; return true;
+  case GS_INT16: *min = INT16_MIN; *max = INT16_MAX; return true;
+  case GS_INT8: *min = INT8_MIN; *max = INT8_MAX; return true;
+  case GS_UINT8: *min = 0; *max = UINT8_MAX; return true;
+  case GS_BOOL: *min = 0; *max = 1; return true;
+  case GS_FLOAT16: *min = -65504; *max = 65504; return true;
+  default: return false;
+  }
+}
+
+/* Integers in [lo, hi), drawn in exact int64 arithmetic (gs_philox.h),
+ * then stored in x's dtype, whose range must hold lo and hi - 1. */
 gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi) {
   if (lo >= hi) return gs_error("random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                                 (long long)lo, (long long)hi);
-  return draw(x, GS_RAND_INT, GS_INT64, (double)lo, (double)hi);
+  int64_t min, max;
+  if (int_range_of(x->dtype, &min, &max)) {
+    if (lo < min || lo > max)
+      return gs_error("random_: from=%lld is out of bounds for %s (expected %lld to %lld)", (long long)lo,
+                      gs_dtype_name(x->dtype), (long long)min, (long long)max);
+    if (hi - 1 < min || hi - 1 > max) /* hi > lo: hi - 1 cannot overflow */
+      return gs_error("random_: to - 1 = %lld is out of bounds for %s (expected %lld to %lld)", (long long)(hi - 1),
+                      gs_dtype_name(x->dtype), (long long)min, (long long)max);
+  }
+  gs_random_spec r = {.kind = GS_RAND_INT, .lo = lo, .hi = hi};
+  return draw(x, &r, GS_INT64);
 }
 
 /* A random permutation: Fisher-Yates on the host, each swap driven by one

@@ -215,7 +215,17 @@ bool gs_partial_overlap(const gs_tensor *w, const gs_tensor *r) {
   return wl < rh && rl < wh;
 }
 
+gs_status gs_check_writable(const gs_tensor *x) {
+  if (gs_numel(x) == 0) return GS_OK;
+  for (int i = 0; i < x->ndim; i++)
+    if (x->stride[i] == 0 && x->shape[i] > 1)
+      return gs_error("unsupported operation: more than one element of the written-to tensor refers to a single "
+                      "memory location. Please clone() the tensor before performing the operation.");
+  return GS_OK;
+}
+
 gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src) {
+  GS_TRY(gs_check_writable(dst));
   if (gs_partial_overlap(dst, src)) { /* read all of src before writing */
     gs_tensor *tmp;
     GS_TRY(gs_clone(src, &tmp));

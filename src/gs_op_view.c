@@ -129,17 +129,27 @@ gs_status gs_narrow(const gs_tensor *x, int dim, int64_t start, int64_t len, gs_
   return make_view(x, x->ndim, shape, x->stride, x->offset + at * x->stride[dim], out);
 }
 
+/* Python's slice rule on a 0-based [start, end) with step > 0: the bounds
+ * clamp into [0, size] (callers have already counted negatives from the
+ * end), so any int64 bounds and step are safe: no arithmetic below can
+ * overflow, and the length is ceil((end - start) / step) computed as
+ * (end - start - 1) / step + 1. */
 gs_status gs_slice(const gs_tensor *x, int dim, int64_t start, int64_t end, int64_t step, gs_tensor **out) {
   if (step <= 0) return gs_error("slice step must be positive, got %lld", (long long)step);
   int64_t size = x->shape[dim];
-  if (start < 0) start = 0;
-  if (end > size) end = size;
-  int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  start = start < 0 ? 0 : start > size ? size : start;
+  end = end < start ? start : end > size ? size : end;
+  int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
   int64_t shape[GS_MAX_DIMS], stride[GS_MAX_DIMS];
   memcpy(shape, x->shape, sizeof shape);
   memcpy(stride, x->stride, sizeof stride);
   shape[dim] = len;
-  stride[dim] *= step;
+  /* a stride * step past int64 only happens for a huge step, which leaves
+   * at most one element: its stride then does not matter */
+  if (__builtin_mul_overflow(x->stride[dim], step, &stride[dim])) {
+    if (len > 1) return gs_error("slice: step %lld is too large for this tensor's layout", (long long)step);
+    stride[dim] = x->stride[dim];
+  }
   return make_view(x, x->ndim, shape, stride, x->offset + (len ? start : 0) * x->stride[dim], out);
 }
 

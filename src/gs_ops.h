@@ -18,6 +18,10 @@ gs_status gs_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
  * ops then read a copy of r first (PyTorch refuses these; gshell computes
  * them as if r had been read before any write). */
 bool gs_partial_overlap(const gs_tensor *w, const gs_tensor *r);
+/* Refuses a write into x when several of its elements share one memory
+ * location (an expanded view: stride 0 along a dim of size > 1), as
+ * PyTorch does; every in-place write calls it. */
+gs_status gs_check_writable(const gs_tensor *x);
 /* A view of x expanded to shape (stride 0 on broadcast dims). */
 gs_status gs_expand(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
 /* x converted to dtype dt (contiguous); retains and returns x if it already is. */
@@ -58,8 +62,10 @@ extern gs_transfer_stats gs_transfers;
 /* ---- views (share storage) ---- */
 /* Lua counts positions from 1, so its 0 names no element and has no 0-based
  * equivalent: bindings pass it as GS_INDEX_ZERO, which every bounds check
- * rejects and reports as the 0 the user wrote. */
-#define GS_INDEX_ZERO INT64_MIN
+ * rejects and reports as the 0 the user wrote. INT64_MAX, because no other
+ * Lua integer maps to it (math.maxinteger becomes INT64_MAX - 1, and
+ * math.mininteger stays itself, so both are reported exactly). */
+#define GS_INDEX_ZERO INT64_MAX
 gs_status gs_view(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* one -1 allowed */
 gs_status gs_reshape(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out);
 gs_status gs_transpose(const gs_tensor *x, int d0, int d1, gs_tensor **out);
@@ -70,6 +76,19 @@ gs_status gs_select(const gs_tensor *x, int dim, int64_t index, gs_tensor **out)
 /* The one bounds check for an element position (0-based, negatives from the
  * end) along a dim of `size`; the message names dim shown_dim (0-based). */
 gs_status gs_check_index(int64_t index, int64_t size, int shown_dim);
+/* gs_op_index.c: the user's integers for x[{..., {a, b, step}, ...}] and
+ * chunk/split, checked against the tensor as it is, in arithmetic that
+ * cannot overflow for any int64. A range entry (1-based, inclusive, nvals
+ * of a, b, step given; negatives from the end) as a 0-based [start, end)
+ * with its step, for dim shown_dim of the given size: */
+gs_status gs_index_range(int nvals, int64_t a, int64_t b, int64_t step, int shown_dim, int64_t size,
+                         int64_t *start, int64_t *end, int64_t *step_out);
+/* chunk(chunks) / split(split_size) along 0-based dim: pieces of *piece
+ * elements (the last may be shorter), *count of them */
+gs_status gs_chunk_plan(const gs_tensor *x, int dim, int64_t chunks, int64_t *piece, int64_t *count);
+gs_status gs_split_plan(const gs_tensor *x, int dim, int64_t split_size, int64_t *piece, int64_t *count);
+/* split(sizes): n non-negative lengths summing to the dim's size */
+gs_status gs_split_sizes_check(const gs_tensor *x, int dim, int64_t n, const int64_t *lens);
 gs_status gs_unsqueeze(const gs_tensor *x, int dim, gs_tensor **out);              /* dim in [0, ndim] */
 gs_status gs_squeeze(const gs_tensor *x, int dim, gs_tensor **out);                /* dim < 0: all size-1 dims */
 gs_status gs_expand_to(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* -1 keeps */

@@ -44,4 +44,17 @@ GS_HD uint64_t gs_philox_u64(uint64_t seed, uint64_t i) {
   gs_philox_out o = gs_philox(seed, i);
   return ((uint64_t)o.v[2] << 32) | o.v[3];
 }
+
+/* randint's rule, the same on every backend: element i of a draw in
+ * [lo, hi) is lo + u64 mod (hi - lo). The width is taken in uint64,
+ * which is exact for every int64 pair lo < hi (at most 2^64 - 1), and
+ * never goes through doubles (which round 2^53 + 1 and made the full
+ * int64 range a width of 0); the sum wraps modulo 2^64 back into
+ * [lo, hi). A width of 0 (lo >= hi, which the op rejects) gives lo, never
+ * a division by zero. */
+GS_HD uint64_t gs_randint_width(int64_t lo, int64_t hi) { return lo < hi ? (uint64_t)hi - (uint64_t)lo : 0; }
+GS_HD int64_t gs_philox_randint(uint64_t seed, uint64_t i, int64_t lo, uint64_t width) {
+  uint64_t r = width ? gs_philox_u64(seed, i) % width : 0;
+  return (int64_t)((uint64_t)lo + r);
+}
 #endif

@@ -298,7 +298,7 @@ static int64_t check_size_value(lua_State *L, int idx, int pos) {
       luaL_error(L, "size must be made of integers, got %s at position %d", lua_tostring(L, idx), pos);
     luaL_error(L, "size must be made of integers, got %s at position %d", luaL_typename(L, idx), pos);
   }
-  if (v < 0) luaL_error(L, "negative dimension %d in size at position %d: sizes must be >= 0", (int)v, pos);
+  if (v < 0) luaL_error(L, "negative dimension %I in size at position %d: sizes must be >= 0", (LUAI_UACINT)v, pos);
   return v;
 }
 
@@ -306,7 +306,7 @@ int gsL_checksizes(lua_State *L, int idx, int last, int64_t *shape) {
   int n = 0;
   if (idx <= last && lua_istable(L, idx) && !luaL_testudata(L, idx, GSL_TENSOR_MT)) {
     lua_Integer len = luaL_len(L, idx);
-    if (len > GS_MAX_DIMS) luaL_error(L, "tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, (int)len);
+    if (len > GS_MAX_DIMS) luaL_error(L, "tensors may have at most %d dimensions, got %I", GS_MAX_DIMS, (LUAI_UACINT)len);
     for (lua_Integer i = 1; i <= len; i++) {
       lua_geti(L, idx, i);
       shape[n++] = check_size_value(L, -1, (int)i);
@@ -368,10 +368,19 @@ static int size_index(lua_State *L) {
 }
 
 static int size_numel(lua_State *L) {
-  lua_Integer n = luaL_len(L, 1), p = 1;
-  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 1, i); p *= lua_tointeger(L, -1); lua_pop(L, 1); }
-  lua_pushinteger(L, p);
+  lua_Integer n = luaL_len(L, 1);
+  lua_Unsigned p = 1; /* wraps like Lua's own integer arithmetic, never UB */
+  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 1, i); p *= (lua_Unsigned)lua_tointeger(L, -1); lua_pop(L, 1); }
+  lua_pushinteger(L, (lua_Integer)p);
   return 1;
+}
+
+/* torch._host_memory(): the host allocator's bytes in use and bytes kept
+ * in its cache; for leak checks (fuzz/api.lua), not part of the API. */
+static int l_host_memory(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)gs_host_bytes_in_use());
+  lua_pushinteger(L, (lua_Integer)gs_host_bytes_cached());
+  return 2;
 }
 
 /* ---- dims and options ---- */
@@ -382,7 +391,7 @@ int gsL_checkdim(lua_State *L, int idx, int ndim) {
   if (!isnum) luaL_error(L, "bad argument #%d: expected a dimension (an integer), got %s", idx, luaL_typename(L, idx));
   int n = ndim > 0 ? ndim : 1;
   if (d == 0 || d < -n || d > n)
-    luaL_error(L, "Dimension out of range (expected to be in range of [-%d, %d] without 0, but got %d)", n, n, (int)d);
+    luaL_error(L, "Dimension out of range (expected to be in range of [-%d, %d] without 0, but got %I)", n, n, (LUAI_UACINT)d);
   return (int)(d > 0 ? d - 1 : d + n);
 }
 
@@ -449,6 +458,8 @@ void gsL_open_core(lua_State *L) {
   lua_pop(L, 1);
   lua_pushcfunction(L, l_device);
   lua_setfield(L, -2, "device");
+  lua_pushcfunction(L, l_host_memory);
+  lua_setfield(L, -2, "_host_memory");
 
   luaL_newmetatable(L, GSL_SIZE_MT);
   lua_pushcfunction(L, size_tostring); lua_setfield(L, -2, "__tostring");

@@ -283,7 +283,7 @@ static int l_eye(lua_State *L) {
   opts o;
   int last = read_opts(L, &o, GS_FLOAT32, "torch.eye");
   lua_Integer n = luaL_checkinteger(L, 1), m = last >= 2 ? luaL_checkinteger(L, 2) : n;
-  if (n < 0 || m < 0) return luaL_error(L, "torch.eye: n and m must be non-negative, got %d and %d", (int)n, (int)m);
+  if (n < 0 || m < 0) return luaL_error(L, "torch.eye: n and m must be non-negative, got %I and %I", (LUAI_UACINT)n, (LUAI_UACINT)m);
   gs_tensor *t;
   gsL_check(L, gs_eye(o.device, o.dtype, n, m, &t));
   finish(L, t, &o);
@@ -361,7 +361,7 @@ static int join(lua_State *L) {
   if (!lua_isnoneornil(L, 2)) {
     lua_Integer k = luaL_checkinteger(L, 2);
     if (k == 0 || k > nd || k < -nd)
-      return luaL_error(L, "Dimension out of range (expected to be in range of [-%d, %d] without 0, but got %d)", nd, nd, (int)k);
+      return luaL_error(L, "Dimension out of range (expected to be in range of [-%d, %d] without 0, but got %I)", nd, nd, (LUAI_UACINT)k);
     d = (int)(k > 0 ? k - 1 : k + nd);
   }
   gs_tensor *r;

@@ -34,9 +34,23 @@ static int t_len(lua_State *L) {
 
 /* ---- indexing ---- */
 
+/* One number of a range entry: an integer (or a float with an integer
+ * value, as luaL_checkinteger accepts). */
+static int64_t range_value(lua_State *L, int k, int j) {
+  int ok = 0;
+  lua_Integer v = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &ok) : 0;
+  if (!ok)
+    luaL_error(L, "invalid index entry %d: value %d of a range {a, b, step} must be an integer, got %s", k, j,
+               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
 /* Reads an index spec (integer or table of per-dim entries) into entries
  * for gs_ag_index and returns the view it denotes, with one reference
- * owned by the caller. */
+ * owned by the caller. Every entry is read before anything is checked:
+ * reading may run metamethods (__len, __index) that change x, so the
+ * engine checks the numbers against x as it is afterwards. */
 static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
   gs_index_entry e[GS_MAX_DIMS];
   int n = 0;
@@ -52,29 +66,21 @@ static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
   if (len > x->ndim) { /* the engine refuses it before reading any entry */
     gsL_check(L, gs_ag_index(x, len > INT_MAX ? INT_MAX : (int)len, e, &v));
   }
-  int dim = 0; /* the entry's dim in x */
-  for (lua_Integer k = 1; k <= len; k++, n++) {
+  for (int k = 1; k <= (int)len; k++, n++) {
     lua_geti(L, kidx, k);
     if (lua_isinteger(L, -1)) {
       e[n] = (gs_index_entry){.pos = gsL_pos0(lua_tointeger(L, -1))};
     } else if (lua_istable(L, -1)) {
       lua_Integer m = luaL_len(L, -1);
-      int64_t size = x->shape[dim], a = 1, b = size, step = 1;
-      if (m >= 1) { lua_geti(L, -1, 1); a = lua_tointeger(L, -1); lua_pop(L, 1); }
-      if (m >= 2) { lua_geti(L, -1, 2); b = lua_tointeger(L, -1); lua_pop(L, 1); }
-      if (m >= 3) { lua_geti(L, -1, 3); step = lua_tointeger(L, -1); lua_pop(L, 1); }
-      if (m == 1) b = a;
-      if (a < 0) a += size + 1;
-      if (b < 0) b += size + 1;
-      if (a < 1 || a > size + 1 || b > size || step < 1)
-        luaL_error(L, "range {%d, %d} is out of bounds for dimension %d with size %d", (int)a, (int)b, (int)k, (int)size);
-      e[n] = (gs_index_entry){.range = true, .start = a - 1, .end = b, .step = step};
+      if (m > 3)
+        luaL_error(L, "invalid index entry %d: a range is {}, {a}, {a, b} or {a, b, step}, got %I values", k, (LUAI_UACINT)m);
+      e[n] = (gs_index_entry){.range = true, .nvals = m < 0 ? 0 : (int)m};
+      int64_t *vals[3] = {&e[n].a, &e[n].b, &e[n].step};
+      for (int j = 1; j <= e[n].nvals; j++) { lua_geti(L, -1, j); *vals[j - 1] = range_value(L, k, j); }
     } else {
-      luaL_error(L, "invalid index entry %d: expected an integer or a range table {a, b}, got %s", (int)k,
-                 luaL_typename(L, -1));
+      luaL_error(L, "invalid index entry %d: expected an integer or a range table {a, b}, got %s", k, luaL_typename(L, -1));
     }
     lua_pop(L, 1);
-    dim++;
   }
   gsL_check(L, gs_ag_index(x, n, e, &v));
   return v;

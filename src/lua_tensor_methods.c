@@ -1,6 +1,7 @@
 /* lua_tensor_methods.c: tensor methods about shape, views, copies,
  * devices, dtypes and reading values back (item, tolist). Math methods
  * are in lua_tensor_math.c. Dims are 1-based here, 0-based below. */
+#include <limits.h>
 #include <string.h>
 #include "gs_autograd.h"
 #include "lua_gs.h"
@@ -158,56 +159,54 @@ static int m_select(lua_State *L) {
   return 1;
 }
 
-/* chunk(n[, d]) and split(size[, d]) return Lua lists of views. */
-static int push_pieces(lua_State *L, gs_tensor *x, int d, int64_t piece) {
+/* chunk(n[, d]) and split(size | {sizes}[, d]) return Lua lists of views;
+ * the engine checks the numbers (gs_op_index.c). */
+static int push_pieces(lua_State *L, gs_tensor *x, int d, int64_t piece, int64_t count) {
+  lua_createtable(L, count < 1 << 20 ? (int)count : 1 << 20, 0);
   int64_t size = x->shape[d];
-  lua_newtable(L);
-  int k = 1;
-  for (int64_t at = 0; at < size || (size == 0 && k == 1); at += piece) {
-    int64_t len = size - at < piece ? size - at : piece;
+  for (int64_t k = 0, at = 0; k < count; k++, at += piece) {
     gs_tensor *v;
-    gsL_check(L, gs_ag_narrow(x, d, at, len, &v));
+    gsL_check(L, gs_ag_narrow(x, d, at, size - at < piece ? size - at : piece, &v));
     gsL_pushtensor(L, v);
-    lua_rawseti(L, -2, k++);
-    if (size == 0) break;
+    lua_rawseti(L, -2, k + 1);
   }
   return 1;
 }
 static int m_chunk(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
-  if (n <= 0) return luaL_error(L, "chunk expects `chunks` to be greater than 0, got: %d", (int)n);
-  if (x->ndim == 0) return luaL_error(L, "chunk expects at least a 1-dimensional tensor");
   int d = gsL_optdim(L, 3, x->ndim, 0);
-  int64_t size = x->shape[d], piece = (size + n - 1) / n;
-  return push_pieces(L, x, d, piece > 0 ? piece : 1);
+  int64_t piece, count;
+  gsL_check(L, gs_chunk_plan(x, d, n, &piece, &count));
+  return push_pieces(L, x, d, piece, count);
 }
 static int m_split(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
-  if (x->ndim == 0) return luaL_error(L, "split expects at least a 1-dimensional tensor");
-  int d = gsL_optdim(L, 3, x->ndim, 0);
-  if (lua_istable(L, 2)) { /* explicit sizes */
-    lua_Integer n = luaL_len(L, 2), total = 0;
-    for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 2, i); total += luaL_checkinteger(L, -1); lua_pop(L, 1); }
-    if (total != x->shape[d])
-      return luaL_error(L, "split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes summing to %d", (int)x->shape[d], d + 1, (int)total);
-    lua_newtable(L);
-    int64_t at = 0;
-    for (lua_Integer i = 1; i <= n; i++) {
-      lua_geti(L, 2, i);
-      int64_t len = lua_tointeger(L, -1);
-      lua_pop(L, 1);
-      gs_tensor *v;
-      gsL_check(L, gs_ag_narrow(x, d, at, len, &v));
-      gsL_pushtensor(L, v);
-      lua_rawseti(L, -2, (int)i);
-      at += len;
-    }
-    return 1;
+  if (!lua_istable(L, 2)) {
+    lua_Integer size = luaL_checkinteger(L, 2);
+    int d = gsL_optdim(L, 3, x->ndim, 0);
+    int64_t piece, count;
+    gsL_check(L, gs_split_plan(x, d, size, &piece, &count));
+    return push_pieces(L, x, d, piece, count);
   }
-  lua_Integer piece = luaL_checkinteger(L, 2);
-  if (piece <= 0) return luaL_error(L, "split expects a positive split_size, but got split_size=%d", (int)piece);
-  return push_pieces(L, x, d, piece);
+  /* explicit sizes: all read (metamethods may run) before the engine
+   * checks the dim and the sizes against x as it then is */
+  int d = gsL_optdim(L, 3, x->ndim, 0);
+  lua_Integer n = luaL_len(L, 2);
+  if (n < 0 || (lua_Unsigned)n > (lua_Unsigned)INT_MAX) return luaL_error(L, "split: expected a list of sizes, got %I entries", (LUAI_UACINT)n);
+  int64_t *lens = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
+  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 2, i); lens[i - 1] = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+  gsL_check(L, gs_split_sizes_check(x, d, n, lens));
+  lua_createtable(L, (int)n, 0);
+  int64_t at = 0;
+  for (lua_Integer i = 0; i < n; i++) {
+    gs_tensor *v;
+    gsL_check(L, gs_ag_narrow(x, d, at, lens[i], &v));
+    gsL_pushtensor(L, v);
+    lua_rawseti(L, -2, i + 1);
+    at += lens[i];
+  }
+  return 1;
 }
 
 /* ---- devices and dtypes ---- */
@@ -288,7 +287,7 @@ static void push_element(lua_State *L, gs_dtype dt, const char *p) {
 static int m_item(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *h;
   int64_t n = gs_numel(x);
-  if (n != 1) return luaL_error(L, "a Tensor with %d elements cannot be converted to Scalar (item() needs exactly one element)", (int)n);
+  if (n != 1) return luaL_error(L, "a Tensor with %I elements cannot be converted to Scalar (item() needs exactly one element)", (LUAI_UACINT)n);
   gsL_check(L, gs_to_host_contiguous(x, &h));
   push_element(L, h->dtype, gs_tensor_ptr(h));
   gs_tensor_release(h);
