@@ -67,7 +67,7 @@ ifeq ($(CUDA),1)
   ENGINE_OBJS += $(CU_OBJS)
 endif
 
-.PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build
+.PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build fuzz-api
 all: deps $(BUILD)/gshell $(BUILD)/torch.so
 
 deps:
@@ -115,6 +115,13 @@ test: all
 bench: all
 	@sh tools/install-deps.sh python3-torch
 	@sh bench/run.sh $(BUILD)
+
+# `make fuzz-api SECONDS=N [SEED=S] [CASE=C]`: the random-call API fuzzer
+# (fuzz/api.lua) under AddressSanitizer + UBSan; a failure prints the
+# SEED and CASE that replay it. FUZZ_TRACE=1 prints every call.
+fuzz-api:
+	$(MAKE) SANITIZE=1 WERROR=$(WERROR) all
+	@sh fuzz/api.sh build-san $(or $(SECONDS),60) $(SEED) $(CASE)
 
 clean:
 	rm -rf build build-san build-fuzz

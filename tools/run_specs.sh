@@ -5,14 +5,7 @@ build=${1:-build}
 export GSHELL_BUILD="$build"
 export LUA_CPATH="$build/?.so;;"
 export LUA_PATH="spec/support/?.lua;;"
-pre=""
-if ldd "$build/torch.so" 2>/dev/null | grep -q libasan; then
-  # lua5.4 itself is not instrumented: load the sanitizer runtimes first.
-  pre="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
-  export LSAN_OPTIONS="suppressions=$(pwd)/tools/lsan.supp:print_suppressions=0"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-fi
+. tools/sanitizer_env.sh
 log=$(mktemp)
 LD_PRELOAD="$pre" lua5.4 /usr/bin/busted -o TAP spec 2>&1 | tee "$log"
 status=$?
