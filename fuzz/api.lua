@@ -55,8 +55,14 @@ end
 local INTERNAL = {"attempt to index", "attempt to call", "attempt to perform", "attempt to compare",
                   "attempt to concatenate", "attempt to get length", "attempt to add", "attempt to sub",
                   "attempt to mul", "attempt to div", "attempt to unm", "attempt to bitwise",
-                  "number has no integer representation", "stack overflow", "internal:", "(null)",
-                  "table index is nil", "table index is NaN", "invalid key to 'next'"}
+                  "stack overflow", "internal:", "(null)", "table index is nil", "table index is NaN",
+                  "invalid key to 'next'"}
+-- Lua's standard functions: a "bad argument" from one of them comes from
+-- library code that passed it the user's value unchecked.
+local STDLIB = {format = true, insert = true, concat = true, rep = true, sub = true, char = true, unpack = true,
+                pairs = true, ipairs = true, setmetatable = true, tostring = true, select = true, floor = true,
+                tointeger = true, remove = true, sort = true, find = true, match = true, gsub = true, max = true,
+                min = true, abs = true, sqrt = true, type = true}
 
 local function message_problem(err)
   if type(err) ~= "string" then return "the error is a " .. type(err) .. ", not a message string" end
@@ -65,6 +71,11 @@ local function message_problem(err)
   if not text:find("%S") then return "empty error message" end
   for _, pat in ipairs(INTERNAL) do
     if err:find(pat, 1, true) then return "raw internal error: " .. pat end
+  end
+  local fn = err:match("bad argument #%d+ to '([^']*)'")
+  if fn and STDLIB[fn:match("[%w_]+$") or fn] then return "a Lua standard function got an unchecked value" end
+  if not fn and err:find("number has no integer representation", 1, true) then
+    return "raw internal error: number has no integer representation"
   end
   return nil
 end
@@ -154,7 +165,11 @@ local function run_calls(case)
     ctx.add(t)
     return t
   end
-  for _ = 1, 3 do ctx.add(V.tensor()) end
+  for _ = 1, 3 do
+    local ok, t = pcall(V.tensor)
+    if ok then ctx.add(t)
+    elseif message_problem(t) then fail(case, message_problem(t), "making a tensor", tostring(t)) end
+  end
 
   for _ = 1, CALLS_PER_CASE do
     local a = C.pick_action()

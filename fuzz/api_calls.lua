@@ -234,13 +234,17 @@ local function new_module(ctx)
   if k == 9 then return nn.LogSoftmax(V.small_int()) end
   if k == 10 then return nn.Sequential(nn.Linear(i, o), nn.Tanh(), nn.Sigmoid(), nn.Identity()), i end
   if k == 11 then return nn.DataParallel(nn.Linear(i, o), R() < 0.5 and V.options(ctx.pool) or nil), i end
-  return nn[pick({"Linear", "Dropout", "Softmax", "Sequential", "DataParallel", "ModuleList"})](
-    unpack(V.args(ctx.pool, 2), 1, 2))
+  local name = pick({"Linear", "Dropout", "Softmax", "Sequential", "DataParallel", "ModuleList", "Flatten",
+                      "MSELoss", "CrossEntropyLoss"})
+  local args = V.args(ctx.pool, 2)
+  local ok, m = pcall(nn[name], unpack(args, 1, 2))
+  if not ok then error(("nn.%s(%s): %s"):format(name, describe_args(args, 2), tostring(m)), 0) end
+  return m
 end
 
 action(5, "nn module", function(ctx)
   local ok, m, i = pcall(new_module, ctx)
-  if not ok then return "nn constructor (failed: " .. tostring(m) .. ")", function() error(m, 0) end, {} end
+  if not ok then return "nn constructor", function() error(m, 0) end, {} end
   ctx.add(m)
   local x
   if i and R() < 0.7 then x = torch.randn(R(1, 3), i, {dtype = pick({torch.float32, torch.float64})})
@@ -257,7 +261,7 @@ end)
 
 action(5, "nn method", function(ctx)
   local ok, m = pcall(new_module, ctx)
-  if not ok then return "nn constructor (failed)", function() error(m, 0) end, {} end
+  if not ok then return "nn constructor", function() error(m, 0) end, {} end
   local f = pick(MODULE_METHODS)
   local n = R(0, 2)
   local args = V.args(ctx.pool, n)

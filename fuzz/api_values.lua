@@ -86,7 +86,7 @@ end
 function V.view_of(t)
   local nd = t:dim()
   local r = R(8)
-  if nd >= 2 and r == 1 then return t:t() end
+  if nd >= 2 and r == 1 then return t:transpose(1, nd) end
   if nd >= 1 and r == 2 and t:size(1) > 0 then return t[{{1, -1, R(1, 2)}}] end
   if nd >= 1 and r == 3 and t:size(1) > 0 then return t:select(1, R(t:size(1))) end
   if r == 4 then

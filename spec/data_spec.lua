@@ -70,7 +70,7 @@ describe("DataLoader", function()
   end)
 
   it("batch_size defaults to 1", function()
-    local loader = data.DataLoader(dataset(3))
+    local loader = data.DataLoader((dataset(3))) -- the dataset alone: no options
     assert.are.equal(3, #loader)
     for batch in loader do assert.are.same({ 1 }, H.shape(batch[2])) end
   end)

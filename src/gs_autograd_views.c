@@ -111,7 +111,7 @@ gs_status gs_ag_select(gs_tensor *x, int dim, int64_t index, gs_tensor **out) {
 gs_status gs_ag_narrow(gs_tensor *x, int dim, int64_t start, int64_t len, gs_tensor **out) {
   gs_status s = gs_narrow(x, dim, start, len, out); /* checks the bounds */
   int64_t at = s == GS_OK && start < 0 ? start + x->shape[dim] : start;
-  int64_t args[4] = {dim, at, at + len, 1};
+  int64_t args[4] = {dim, at, s == GS_OK ? at + len : 0, 1}; /* at + len <= size once checked */
   return record_view(s, x, out, "SliceBackward0", bw_slice, args, 4);
 }
 

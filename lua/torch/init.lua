@@ -13,6 +13,9 @@ end
 -- The book's helpers: cuda:i if it exists, else the CPU; all GPUs or {cpu}.
 function torch.try_gpu(i)
   i = i or 0
+  if math.type(i) ~= "integer" or i < 0 then
+    error("torch.try_gpu: expected a GPU ordinal (an integer >= 0), got " .. (math.type(i) and tostring(i) or type(i)), 2)
+  end
   if torch.cuda.device_count() >= i + 1 then return torch.device("cuda", i) end
   return torch.device("cpu")
 end

@@ -5,6 +5,7 @@
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
+local options = require("torch.utils.errors").options
 
 local I = {}
 
@@ -66,7 +67,7 @@ end
 
 -- kaiming_uniform_(t[, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}])
 function I.kaiming_uniform_(t, opts)
-  opts = opts or {}
+  opts = options(opts, "nn.init.kaiming_uniform_")
   check_options(opts, "nn.init.kaiming_uniform_", { "a", "mode", "nonlinearity" })
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
   local std = gain / math.sqrt(fan(t, opts.mode))
@@ -75,7 +76,7 @@ function I.kaiming_uniform_(t, opts)
 end
 
 function I.kaiming_normal_(t, opts)
-  opts = opts or {}
+  opts = options(opts, "nn.init.kaiming_normal_")
   check_options(opts, "nn.init.kaiming_normal_", { "a", "mode", "nonlinearity" })
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
   return I.normal_(t, 0, gain / math.sqrt(fan(t, opts.mode)))

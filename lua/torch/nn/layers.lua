@@ -3,6 +3,7 @@
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
+local check_tensor = require("torch.utils.errors").check_tensor
 local base = require("torch.nn.module")
 local init = require("torch.nn.initializers")
 
@@ -57,6 +58,7 @@ function Linear:reset_parameters()
 end
 
 function Linear:forward(input)
+  check_tensor(input, "input", "Linear")
   local w, b = self.weight, self.bias
   if b ~= nil and torch.addmm and input:dim() == 2 then
     return torch.addmm(b, input, w:t())
@@ -171,16 +173,19 @@ end
 
 -- ----------------------------------------------------------- activations
 
-local function simple(name, fn)
+local function simple(name, fn, any_input)
   local C = Module:extend(name)
-  C.forward = function(_, x) return fn(x) end
+  C.forward = function(_, x)
+    if not any_input then check_tensor(x, "input", name) end
+    return fn(x)
+  end
   return C
 end
 
 L.ReLU = simple("ReLU", function(x) return x:relu() end)
 L.Sigmoid = simple("Sigmoid", function(x) return x:sigmoid() end)
 L.Tanh = simple("Tanh", function(x) return x:tanh() end)
-L.Identity = simple("Identity", function(x) return x end)
+L.Identity = simple("Identity", function(x) return x end, true) -- as PyTorch's: any value
 
 -- nn.Softmax(dim) / nn.LogSoftmax(dim): dim is 1-based, as everywhere.
 for _, kind in ipairs({ "Softmax", "LogSoftmax" }) do
@@ -191,6 +196,7 @@ for _, kind in ipairs({ "Softmax", "LogSoftmax" }) do
     self.dim = dim
   end
   function C:forward(x)
+    check_tensor(x, "input", kind)
     local d = self.dim
     if d == nil then d = (x:dim() == 0 or x:dim() == 1 or x:dim() == 3) and 1 or 2 end
     return x[method](x, d)
@@ -214,7 +220,10 @@ function Flatten:init(start_dim, end_dim)
   self.end_dim = end_dim or -1
 end
 
-function Flatten:forward(x) return x:flatten(self.start_dim, self.end_dim) end
+function Flatten:forward(x)
+  check_tensor(x, "input", "Flatten")
+  return x:flatten(self.start_dim, self.end_dim)
+end
 
 function Flatten:extra_repr()
   return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim)
@@ -241,6 +250,7 @@ function Dropout:init(p, inplace)
 end
 
 function Dropout:forward(x)
+  check_tensor(x, "input", "Dropout")
   if not self.training or self.p == 0 then return x end
   local p = self.p
   if p == 1 then

@@ -29,11 +29,7 @@ local function reduce(x, reduction)
   return x
 end
 
-local function check_tensor(v, what, who)
-  if not torch.is_tensor(v) then
-    fail(string.format("%s: expected the %s to be a tensor, got %s", who, what, type(v)))
-  end
-end
+local check_tensor = require("torch.utils.errors").check_tensor
 
 -- ---------------------------------------------------------------- MSELoss
 

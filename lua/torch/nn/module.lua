@@ -10,6 +10,7 @@
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
+local options = require("torch.utils.errors").options
 
 local M = {}
 
@@ -484,7 +485,7 @@ end
 -- order, also usable directly in a generic for:
 --   for name, p in net:named_parameters() do print(name, p:size()) end
 function Module:named_parameters(opts)
-  opts = opts or {}
+  opts = options(opts, "named_parameters")
   check_options(opts, "named_parameters", { "prefix", "recurse" })
   return named_list(named_members(self, "_parameters", opts.recurse, opts.prefix))
 end
@@ -497,7 +498,7 @@ function Module:parameters(recurse)
 end
 
 function Module:named_buffers(opts)
-  opts = opts or {}
+  opts = options(opts, "named_buffers")
   check_options(opts, "named_buffers", { "prefix", "recurse" })
   return named_list(named_members(self, "_buffers", opts.recurse, opts.prefix))
 end
@@ -552,6 +553,7 @@ end
 -- the tensor objects stay the same (x.data = new swaps the storage), so
 -- optimizers holding them keep working.
 function Module:_apply(fn)
+  if type(fn) ~= "function" then fail("_apply: expected a function of a tensor, got " .. type(fn)) end
   for _, m in ipairs(self:modules()) do
     for _, p in m._parameters:items() do
       local d = p.data
@@ -637,7 +639,7 @@ local function save_state(self, prefix, out, keep_vars)
 end
 
 function Module:state_dict(opts)
-  opts = opts or {}
+  opts = options(opts, "state_dict")
   check_options(opts, "state_dict", { "prefix", "keep_vars" })
   local out = {}
   save_state(self, opts.prefix or "", out, opts.keep_vars)

@@ -12,6 +12,7 @@
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
+local options = require("torch.utils.errors").options
 local base = require("torch.nn.module")
 
 local Module, OMap = base.Module, base.OMap
@@ -160,7 +161,7 @@ function DataParallel:init(module, opts)
   if not base.is_module(module) then
     fail("nn.DataParallel: expected a module to wrap, got " .. type(module))
   end
-  opts = opts or {}
+  opts = options(opts, "nn.DataParallel")
   check_options(opts, "nn.DataParallel", { "device_ids", "output_device", "dim" })
   self.module = module
   self.dim = opts.dim or 1

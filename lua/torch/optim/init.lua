@@ -8,6 +8,7 @@
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
+local options = require("torch.utils.errors").options
 
 local optim = {}
 
@@ -195,9 +196,32 @@ function Optimizer:load_state_dict(sd)
   if #sd.param_groups ~= #self.param_groups then
     fail("loaded state dict has a different number of parameter groups")
   end
+  if sd.state ~= nil and type(sd.state) ~= "table" then
+    fail("load_state_dict: `state` must be a table, got " .. type(sd.state))
+  end
+  -- everything is checked before anything changes
+  for i, st in pairs(sd.state or {}) do
+    if type(st) ~= "table" then
+      fail(("load_state_dict: state[%s] must be a table, got %s"):format(tostring(i), type(st)))
+    end
+    for k, v in pairs(st) do
+      if not is_tensor(v) and type(v) ~= "number" and type(v) ~= "boolean" then
+        fail(("load_state_dict: state[%s].%s must be a tensor or a number, got %s"):format(tostring(i), tostring(k), type(v)))
+      end
+    end
+  end
   local byindex = {}
   for gi, g in ipairs(self.param_groups) do
     local sg = sd.param_groups[gi]
+    if type(sg) ~= "table" or type(sg.params) ~= "table" then
+      fail(("load_state_dict: param_groups[%d] must be a table with a `params` list, got %s"):format(gi, type(sg)))
+    end
+    -- a loaded setting replaces one of the same type only (lr a number, ...)
+    for k, v in pairs(sg) do
+      if k ~= "params" and g[k] ~= nil and type(v) ~= type(g[k]) then
+        fail(("load_state_dict: param_groups[%d].%s must be a %s, got %s"):format(gi, tostring(k), type(g[k]), type(v)))
+      end
+    end
     if #sg.params ~= #g.params then
       fail("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
     end
@@ -240,7 +264,7 @@ local SGD = Optimizer:extend("SGD")
 optim.SGD = SGD
 
 function SGD:init(params, opts)
-  opts = opts or {}
+  opts = options(opts, "SGD")
   check_options(opts, "optim.SGD", { "lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize" })
   local d = {
     lr = opts.lr == nil and 1e-3 or opts.lr,
@@ -298,7 +322,7 @@ local Adam = Optimizer:extend("Adam")
 optim.Adam = Adam
 
 function Adam:init(params, opts)
-  opts = opts or {}
+  opts = options(opts, "Adam")
   check_options(opts, "optim.Adam", { "lr", "betas", "eps", "weight_decay", "amsgrad", "maximize" })
   local betas = opts.betas or { 0.9, 0.999 }
   local d = {

@@ -12,6 +12,7 @@
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
+local options = require("torch.utils.errors").options
 
 local D = {}
 
@@ -176,7 +177,7 @@ DataLoader.__name = "DataLoader"
 D.DataLoader = DataLoader
 
 local function new_loader(_, dataset, opts)
-  opts = opts or {}
+  opts = options(opts, "DataLoader")
   check_options(opts, "DataLoader", { "batch_size", "shuffle", "drop_last", "collate_fn" })
   if type(dataset) ~= "table" then
     fail("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset))

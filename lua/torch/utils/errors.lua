@@ -29,4 +29,22 @@ function E.check_options(opts, where, allowed)
   if msg then error(msg, user_level()) end
 end
 
+-- check_tensor(v, what, who): v must be a tensor ("who: expected the
+-- what to be a tensor, got ...").
+function E.check_tensor(v, what, who)
+  if not require("torch").is_tensor(v) then
+    E.fail(string.format("%s: expected the %s to be a tensor, got %s", who, what, type(v)))
+  end
+end
+
+-- options(opts, who): a trailing options table, {} when absent; anything
+-- else is an error naming the function (who) at the user's line.
+function E.options(opts, who)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    E.fail(("%s: expected an options table {name = value, ...}, got %s"):format(who, type(opts)))
+  end
+  return opts
+end
+
 return E
