@@ -114,6 +114,15 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.are.equal(prompt("1, 'two', nil"), result_text(r.exec_multi) .. "\n")
   end)
 
+  it("small tensors also get a text/html table; other values text only", function()
+    local c = find(r.html_2d, "execute_result")
+    assert.are.equal(prompt("torch.tensor({{1.5, -2}, {3, 4}})"), c.data["text/plain"] .. "\n")
+    assert.are.equal("<table><caption>tensor of shape torch.Size([2, 2]), torch.float32, on cpu</caption>\n"
+      .. "<tr><td>1.5</td><td>-2.</td></tr>\n<tr><td>3.</td><td>4.</td></tr>\n</table>", c.data["text/html"])
+    assert.is_nil(find(r.html_3d, "execute_result").data["text/html"])
+    assert.are.same({ ["text/plain"] = "7" }, find(r.html_number, "execute_result").data)
+  end)
+
   it("locals and _ live on between cells; a trailing ; shows nothing", function()
     assert.is_nil(find(r.exec_local, "execute_result"))
     assert.are.equal("10", result_text(r.exec_use_local))
@@ -301,6 +310,23 @@ describe("gshell --kernel under malformed messages (spec/kernel/fuzz.py)", funct
   end)
 end)
 
+describe("jupyter_kernel_test's conformance suite (spec/kernel/kernel_tests.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/kernel_tests.py") end)
+
+  it("passes, every message checked against the protocol's schemas", function()
+    assert.are.same({}, r.failures, r.log)
+    assert.is_true(r.run >= 12, r.log)
+  end)
+
+  it("skips only what the kernel does not offer (history, display_data, pager, clear_output)", function()
+    for _, s in ipairs(r.skipped) do
+      assert.truthy(s:find("test_history", 1, true) or s:find("test_display_data", 1, true)
+        or s:find("test_pager", 1, true) or s:find("test_clear_output", 1, true), s)
+    end
+  end)
+end)
+
 describe("examples/gpu_chapter.ipynb (nbclient, spec/kernel/notebook.py)", function()
   local r
   setup(function() r = drive("spec/kernel/notebook.py") end)
@@ -318,5 +344,84 @@ describe("examples/gpu_chapter.ipynb (nbclient, spec/kernel/notebook.py)", funct
     for _, c in ipairs(r.cells) do
       assert.are.same(c.expected, c.actual, c.source)
     end
+  end)
+end)
+
+describe("gshell --install-kernel and --kernel on the command line", function()
+  local function run(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1; echo \"exit=$?\""))
+    local out = p:read("a")
+    p:close()
+    local code = tonumber(out:match("exit=(%d+)%s*$"))
+    return out:gsub("exit=%d+%s*$", ""), code
+  end
+  local function read(path)
+    local f = io.open(path)
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
+  local tmp
+  before_each(function()
+    tmp = os.tmpname()
+    os.remove(tmp)
+    assert(os.execute("mkdir -p " .. tmp))
+  end)
+  after_each(function() os.execute("rm -rf " .. sh_quote(tmp)) end)
+
+  it("--user writes to $JUPYTER_DATA_DIR, else $XDG_DATA_HOME/jupyter, else ~/.local/share/jupyter", function()
+    local out, code = run(string.format("JUPYTER_DATA_DIR=%s/jd GSHELL_SIM_GPUS= %s --install-kernel --user", tmp, GSHELL))
+    assert.are.equal(0, code, out)
+    local js = read(tmp .. "/jd/kernels/gshell/kernel.json")
+    assert.truthy(js and js:find('"display_name": "gshell (Lua + torch)"', 1, true), js)
+    assert.truthy(js:find('"env": {}', 1, true), js)
+    assert.truthy(read(tmp .. "/jd/kernels/gshell/logo-svg.svg"):find("<svg", 1, true))
+    _, code = run(string.format("env -u JUPYTER_DATA_DIR XDG_DATA_HOME=%s/xdg %s --install-kernel --user", tmp, GSHELL))
+    assert.are.equal(0, code)
+    assert.truthy(read(tmp .. "/xdg/jupyter/kernels/gshell/kernel.json"))
+    _, code = run(string.format("env -u JUPYTER_DATA_DIR -u XDG_DATA_HOME HOME=%s %s --install-kernel --user", tmp, GSHELL))
+    assert.are.equal(0, code)
+    assert.truthy(read(tmp .. "/.local/share/jupyter/kernels/gshell/kernel.json"))
+  end)
+
+  it("--sim-gpus N at install time goes into the kernelspec's env", function()
+    local _, code = run(string.format("%s --sim-gpus 3 --install-kernel --prefix %s", GSHELL, tmp))
+    assert.are.equal(0, code)
+    local js = read(tmp .. "/share/jupyter/kernels/gshell/kernel.json")
+    assert.truthy(js:find('"GSHELL_SIM_GPUS": "3"', 1, true), js)
+  end)
+
+  it("usage errors say what is wrong", function()
+    local out, code = run(GSHELL .. " --user")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("--user goes with --install-kernel", 1, true), out)
+    out, code = run(string.format("%s --install-kernel --user --prefix %s", GSHELL, tmp))
+    assert.are.equal(1, code)
+    assert.truthy(out:find("--user or --prefix, not both", 1, true), out)
+    out, code = run(GSHELL .. " --kernel")
+    assert.are.equal(1, code)
+    assert.truthy(out:find("missing argument after --kernel", 1, true), out)
+    local help = run(GSHELL .. " --help")
+    assert.truthy(help:find("--kernel FILE", 1, true) and help:find("--install-kernel", 1, true), help)
+  end)
+
+  it("--kernel with a bad connection file says what is wrong, status 1", function()
+    local out, code = run(string.format("%s --kernel %s/missing.json", GSHELL, tmp))
+    assert.are.equal(1, code)
+    assert.truthy(out:find("cannot read the connection file " .. tmp .. "/missing.json", 1, true), out)
+    local f = assert(io.open(tmp .. "/c.json", "w"))
+    f:write('{"transport": "udp", "ip": "127.0.0.1", "key": "k", "shell_port": 1, "iopub_port": 2, '
+      .. '"stdin_port": 3, "control_port": 4, "hb_port": 5}')
+    f:close()
+    out, code = run(string.format("%s --kernel %s/c.json", GSHELL, tmp))
+    assert.are.equal(1, code)
+    assert.truthy(out:find('transport "udp" is not supported (tcp or ipc)', 1, true), out)
+    f = assert(io.open(tmp .. "/c.json", "w"))
+    f:write('{"ip": "127.0.0.1", "shell_port": "x"}')
+    f:close()
+    out, code = run(string.format("%s --kernel %s/c.json", GSHELL, tmp))
+    assert.are.equal(1, code)
+    assert.truthy(out:find('"shell_port" must be a port number', 1, true), out)
   end)
 end)

@@ -4,7 +4,7 @@
 -- printer for Out[n], the same completer, help and continuation test.
 --
 --   kernel.start()                      the session (the prompt's)
---   kernel.execute(code, n, silent)     runs cell n: {status, result, ename, evalue, traceback}
+--   kernel.execute(code, n, silent)     runs cell n: {status, result, html, ename, evalue, traceback}
 --   kernel.complete(code, cursor)       matches, cursor_start, cursor_end
 --   kernel.inspect(code, cursor)        help text for the name at the cursor, or nil
 --   kernel.is_complete(code)            "complete", "incomplete" or "invalid"
@@ -16,6 +16,7 @@ local Session = require "gshell.session"
 local repl = require "gshell.repl"
 local complete = require "gshell.complete"
 local help = require "gshell.help"
+local html = require "gshell.html"
 
 local M = {}
 
@@ -112,11 +113,20 @@ function M.execute(code, n, silent)
     r.status = "error"
     r.message = msg
   end
+  -- the shown value itself, for its HTML (one value only)
+  local show_text = getmetatable(s).__index.show_text
+  s.show_text = function(self, results)
+    if results and results.n == 1 then r.value = results[1] end
+    return show_text(self, results)
+  end
   local ok, err = pcall(s.run_cell, s, code, {
     chunkname = string.format("=In[%d]", n),
     show = function(text) r.result = text end,
   })
   s.err = saved
+  s.show_text = nil
+  if r.result and r.value ~= nil then r.html = html.repr(r.value) end
+  r.value = nil
   io.stdout:flush()
   if not ok then
     r.status, r.message = "error", Session.error_text(err)

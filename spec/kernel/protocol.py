@@ -49,6 +49,9 @@ def protocol(gshell, out):
         r["exec_streaming"] = U.run(
             kc, "print('first')\nlocal t0 = torch.clock()\nwhile torch.clock() - t0 < 0.4 do end\nprint('second')")
         r["exec_multi"] = U.run(kc, "1, 'two', nil")
+        r["html_2d"] = U.run(kc, "torch.tensor({{1.5, -2}, {3, 4}})")
+        r["html_3d"] = U.run(kc, "torch.ones(2, 2, 2)")
+        r["html_number"] = U.run(kc, "7")
         r["exec_silent"] = U.run(kc, "silent_ran = 41 + 1", silent=True)
         r["after_silent"] = U.run(kc, "silent_ran")
         r["exec_user_expr"] = U.run(kc, "y = 3", user_expressions={"double": "y * 2", "bad": "nope.x"})
