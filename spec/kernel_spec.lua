@@ -228,8 +228,13 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.are.equal("1\n2\n3\n", prompt("for i = 1, 3 do\nprint(i)\nend"))
   end)
 
-  it("history and comm_info answer (history is empty)", function()
-    assert.are.same({ status = "ok", history = {} }, r.history)
+  it("history: this session's cells (tail with outputs, search by glob); comm_info", function()
+    local n = r.stdin_refused.reply.execution_count
+    assert.are.same({ status = "ok", history = {
+      { 1, n - 1, { "io.read('n') + 1", "42" } },
+      { 1, n, { "io.read()" } },                 -- an error shows nothing: null
+    } }, r.history)
+    assert.are.same({ { 1, r.exec_use_local.reply.execution_count, "a * 2" } }, r.history_search.history)
     assert.are.same({ status = "ok", comms = {} }, r.comm_info)
   end)
 
@@ -319,9 +324,9 @@ describe("jupyter_kernel_test's conformance suite (spec/kernel/kernel_tests.py)"
     assert.is_true(r.run >= 12, r.log)
   end)
 
-  it("skips only what the kernel does not offer (history, display_data, pager, clear_output)", function()
+  it("skips only what the kernel does not offer (display_data, pager, clear_output)", function()
     for _, s in ipairs(r.skipped) do
-      assert.truthy(s:find("test_history", 1, true) or s:find("test_display_data", 1, true)
+      assert.truthy(s:find("test_display_data", 1, true)
         or s:find("test_pager", 1, true) or s:find("test_clear_output", 1, true), s)
     end
   end)

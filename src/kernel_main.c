@@ -185,7 +185,8 @@ static void execute(gsK_msg *req, void *sock) {
   lua_pushlstring(K.L, code, code_len);
   lua_pushinteger(K.L, n);
   lua_pushboolean(K.L, silent);
-  int ok = call("execute", 3, 1) == 0 && lua_istable(K.L, -1);
+  lua_pushboolean(K.L, store);
+  int ok = call("execute", 4, 1) == 0 && lua_istable(K.L, -1);
   K.current = NULL;
   json_t *content;
   if (!ok) {
@@ -304,6 +305,68 @@ static void is_complete(gsK_msg *req, void *sock) {
   reply(req, sock, "is_complete_reply", content);
 }
 
+/* history_request: the cells of this session (gshell.kernel.history). */
+static void history(gsK_msg *req, void *sock) {
+  const char *kind = NULL, *pattern = NULL;
+  int output = 0, raw = 1, unique = 0;
+  json_int_t session = 0, start = 1, stop = -1, n = -1;
+  json_error_t je;
+  if (json_unpack_ex(req->content, &je, 0, "{s:s, s?b, s?b, s?I, s?I, s?I, s?I, s?s, s?b}", "hist_access_type",
+                     &kind, "output", &output, "raw", &raw, "session", &session, "start", &start, "stop", &stop,
+                     "n", &n, "pattern", &pattern, "unique", &unique) != 0) {
+    char what[300];
+    snprintf(what, sizeof what, "history_request: %s (hist_access_type must be a string; session, start, "
+             "stop and n integers; pattern a string)", je.text);
+    bad_request(req, sock, what);
+    return;
+  }
+  push_fn("history");
+  lua_createtable(K.L, 0, 8);
+  lua_pushstring(K.L, kind);
+  lua_setfield(K.L, -2, "hist_access_type");
+  lua_pushinteger(K.L, (lua_Integer)session);
+  lua_setfield(K.L, -2, "session");
+  lua_pushinteger(K.L, (lua_Integer)start);
+  lua_setfield(K.L, -2, "start");
+  if (stop >= 0) {
+    lua_pushinteger(K.L, (lua_Integer)stop);
+    lua_setfield(K.L, -2, "stop");
+  }
+  if (n >= 0) {
+    lua_pushinteger(K.L, (lua_Integer)n);
+    lua_setfield(K.L, -2, "n");
+  }
+  if (pattern) {
+    lua_pushstring(K.L, pattern);
+    lua_setfield(K.L, -2, "pattern");
+  }
+  lua_pushboolean(K.L, unique);
+  lua_setfield(K.L, -2, "unique");
+  json_t *list = json_array();
+  if (call("history", 1, 1) == 0) {
+    int t = lua_gettop(K.L);
+    lua_Integer len = lua_istable(K.L, t) ? (lua_Integer)lua_rawlen(K.L, t) : 0;
+    for (lua_Integer i = 1; i <= len; i++) {
+      lua_rawgeti(K.L, t, i);
+      int e = lua_gettop(K.L);
+      lua_rawgeti(K.L, e, 1);
+      lua_rawgeti(K.L, e, 2);
+      json_int_t sess = (json_int_t)lua_tointeger(K.L, -2), line = (json_int_t)lua_tointeger(K.L, -1);
+      lua_rawgeti(K.L, e, 3);
+      json_t *in = lua_text(-1);
+      lua_rawgeti(K.L, e, 4);
+      json_t *out = lua_text(-1);
+      json_t *third = in ? in : json_string("");
+      if (output) third = json_pack("[o, o]", third, out ? out : json_null());
+      else json_decref(out);
+      json_array_append_new(list, json_pack("[I, I, o]", sess, line, third));
+      lua_settop(K.L, t);
+    }
+    lua_settop(K.L, t - 1);
+  }
+  reply(req, sock, "history_reply", json_pack("{s:s, s:o}", "status", "ok", "history", list));
+}
+
 static void shutdown_req(gsK_msg *req, void *sock) {
   int restart = 0;
   if (json_unpack(req->content, "{s?b}", "restart", &restart) != 0) {
@@ -326,8 +389,7 @@ static void handle(void *sock, const char *channel) {
   else if (strcmp(t, "complete_request") == 0) complete(&req, sock);
   else if (strcmp(t, "inspect_request") == 0) inspect(&req, sock);
   else if (strcmp(t, "is_complete_request") == 0) is_complete(&req, sock);
-  else if (strcmp(t, "history_request") == 0)
-    reply(&req, sock, "history_reply", json_pack("{s:s, s:[]}", "status", "ok", "history"));
+  else if (strcmp(t, "history_request") == 0) history(&req, sock);
   else if (strcmp(t, "comm_info_request") == 0)
     reply(&req, sock, "comm_info_reply", json_pack("{s:s, s:{}}", "status", "ok", "comms"));
   else if (strcmp(t, "shutdown_request") == 0) shutdown_req(&req, sock);

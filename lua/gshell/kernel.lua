@@ -4,11 +4,12 @@
 -- printer for Out[n], the same completer, help and continuation test.
 --
 --   kernel.start()                      the session (the prompt's)
---   kernel.execute(code, n, silent)     runs cell n: {status, result, html, ename, evalue, traceback}
+--   kernel.execute(code, n, silent, store)     runs cell n: {status, result, html, ename, evalue, traceback}
 --   kernel.complete(code, cursor)       matches, cursor_start, cursor_end
 --   kernel.inspect(code, cursor)        help text for the name at the cursor, or nil
 --   kernel.is_complete(code)            "complete", "incomplete" or "invalid"
 --   kernel.evaluate(expr)               ok, text (user_expressions)
+--   kernel.history(req)                 this session's cells, as history_request asks
 --   kernel.banner()
 --
 -- Cursor positions are in Unicode code points, as the protocol counts them.
@@ -85,6 +86,53 @@ function M.start()
   return s
 end
 
+-- ---- history -------------------------------------------------------------
+-- The cells run in this kernel's life (session 1; nothing is kept across
+-- restarts), each {line = n, input = code, output = shown text or nil}.
+local history = {}
+
+local function remember(n, code, result)
+  history[#history + 1] = { line = n, input = code, output = result }
+end
+
+-- A glob ("*" any text, "?" one character) as an anchored Lua pattern.
+local function glob_pattern(glob)
+  local p = glob:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".")
+  return "^" .. p .. "$"
+end
+
+-- req: hist_access_type ("tail", "range" or "search"), session, start,
+-- stop, n, pattern, unique. Returns {session, line, input, output} lists.
+function M.history(req)
+  local picked = {}
+  local kind = req.hist_access_type
+  if kind == "tail" then
+    local n = req.n or #history
+    for i = math.max(1, #history - n + 1), #history do picked[#picked + 1] = history[i] end
+  elseif kind == "range" then
+    local session = req.session or 0
+    if session == 0 or session == 1 then         -- 0: the current session
+      local start, stop = req.start or 1, req.stop
+      for _, h in ipairs(history) do
+        if h.line >= start and (stop == nil or h.line < stop) then picked[#picked + 1] = h end
+      end
+    end
+  elseif kind == "search" then
+    local pat, seen = glob_pattern(req.pattern or "*"), {}
+    for i = #history, 1, -1 do                       -- newest first, for unique
+      local h = history[i]
+      if h.input:match(pat) and not (req.unique and seen[h.input]) then
+        seen[h.input] = true
+        table.insert(picked, 1, h)
+      end
+    end
+    if req.n and #picked > req.n then picked = { table.unpack(picked, #picked - req.n + 1) } end
+  end
+  local out = {}
+  for i, h in ipairs(picked) do out[i] = { 1, h.line, h.input, h.output } end
+  return out
+end
+
 -- ---- execute ----------------------------------------------------------------
 
 -- The traceback lines that belong to the user's code: the message, then the
@@ -104,7 +152,7 @@ end
 
 -- Runs cell n as the prompt would; what it prints goes out as it is
 -- written (stdout is the iopub stream), the shown value is the result.
-function M.execute(code, n, silent)
+function M.execute(code, n, silent, store)
   local s = M.start()
   local r = { status = "ok" }
   local saved = s.err
@@ -145,6 +193,7 @@ function M.execute(code, n, silent)
     r.traceback = s.last_traceback and traceback_lines(s.last_traceback) or { msg }
   end
   if silent then r.result = nil end
+  if store then remember(n, code, r.result) end
   return r
 end
 

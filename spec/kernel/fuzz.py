@@ -62,13 +62,17 @@ def cases(session):
                        ("complete_request", {"code": "x", "cursor_pos": "end"}),
                        ("complete_request", {"cursor_pos": 1}),
                        ("inspect_request", {"code": ["x"], "cursor_pos": 0}),
-                       ("is_complete_request", {"code": {}})]:
+                       ("is_complete_request", {"code": {}}),
+                       ("history_request", {}),
+                       ("history_request", {"hist_access_type": "tail", "n": "all"})]:
         c.append(("%s %s" % (t, json.dumps(content)), "shell", [d] + frames_for(session, t, content), "reply"))
     # odd but valid values: answered normally
     for t, content in [("complete_request", {"code": "torch.on", "cursor_pos": 10 ** 12}),
                        ("complete_request", {"code": "torch.on", "cursor_pos": -5}),
                        ("inspect_request", {"code": "", "cursor_pos": 99}),
                        ("execute_request", {"code": "\x00 nul", "silent": False}),
+                       ("history_request", {"hist_access_type": "search", "pattern": "[%(*", "n": -3}),
+                       ("history_request", {"hist_access_type": "range", "session": 7, "start": -1}),
                        ("shutdown_request", {"restart": "maybe"})]:
         c.append(("odd %s %s" % (t, json.dumps(content)), "control", [d] + frames_for(session, t, content),
                   "reply"))

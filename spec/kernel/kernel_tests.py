@@ -33,7 +33,8 @@ def suite_class():
             {"code": "torch.ones(2)", "result": "tensor([1., 1.])"},
             {"code": "'a', 2", "result": "a\t2"},
         ]
-        supported_history_operations = ()   # the kernel keeps no history
+        code_history_pattern = "1*"
+        supported_history_operations = ("tail", "range", "search")
         code_inspect_sample = "torch.ones"
 
     return GshellKernelTests

@@ -85,7 +85,8 @@ def protocol(gshell, out):
                            ("complete", "x = 1"), ("invalid", "x = )"), ("magic", "%timeit 1 + 1"),
                            ("string", "s = [[ open")]:
             r["is_complete_" + name] = shell_request(kc, "is_complete", code)
-        r["history"] = shell_request(kc, "history", hist_access_type="tail", n=10)
+        r["history"] = shell_request(kc, "history", hist_access_type="tail", n=2, output=True)
+        r["history_search"] = shell_request(kc, "history", hist_access_type="search", pattern="a *", n=5)
         r["comm_info"] = shell_request(kc, "comm_info")
 
         # a message signed with another key is dropped, never run
