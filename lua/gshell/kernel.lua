@@ -157,9 +157,10 @@ function M.execute(code, n, silent, store)
   local r = { status = "ok" }
   local saved = s.err
   s.last_traceback = nil
-  s.err = function(msg)
+  local hints = {}
+  s.err = function(msg)   -- the error first, then any hints the session adds
     r.status = "error"
-    r.message = msg
+    if r.message then hints[#hints + 1] = msg else r.message = msg end
   end
   -- the shown value itself, for its HTML (one value only)
   local show_text = getmetatable(s).__index.show_text
@@ -191,6 +192,7 @@ function M.execute(code, n, silent, store)
       r.ename = "SyntaxError"      -- the cell did not compile: nothing ran
     end
     r.traceback = s.last_traceback and traceback_lines(s.last_traceback) or { msg }
+    for _, h in ipairs(hints) do r.traceback[#r.traceback + 1] = h end
   end
   if silent then r.result = nil end
   if store then remember(n, code, r.result) end

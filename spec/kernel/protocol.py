@@ -44,6 +44,7 @@ def protocol(gshell, out):
         r["exec_silent_semicolon"] = U.run(kc, "a;")
         r["exec_error"] = U.run(kc, "local t = nil\nt.x = 1")
         r["exec_syntax"] = U.run(kc, "x = = 1")
+        r["exec_hint"] = U.run(kc, "x.cuda(1)")
         r["exec_stderr"] = U.run(kc, "io.stderr:write('to stderr\\n')")
         # output is streamed while the cell runs, not at its end
         r["exec_streaming"] = U.run(
