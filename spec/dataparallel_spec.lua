@@ -45,7 +45,7 @@ describe("nn.DataParallel", function()
       assert.are.equal(e[3], e[4]) -- each replica's weights live with its input
     end
     assert.are.same({ 10, 10, 10, 4, 4, 2 }, sizes)
-    local d0, d1, d2 = "device(type='cuda', index=0)", "device(type='cuda', index=1)", "device(type='cuda', index=2)"
+    local d0, d1, d2 = "cuda:0", "cuda:1", "cuda:2"
     assert.are.same({ d0, d1, d2, d0, d1, d2 }, devs)
   end)
 
@@ -88,7 +88,7 @@ describe("nn.DataParallel", function()
     local out = model(torch.randn(30, 5))
     assert.are.equal(torch.device("cuda:1"), out.device)
     assert.are.same({ 15, 15 }, { log[1][1], log[2][1] })
-    assert.are.equal("device(type='cuda', index=2)", log[2][3])
+    assert.are.equal("cuda:2", log[2][3])
   end)
 
   it("refuses a module that is not on device_ids[1], as PyTorch does", function()

@@ -347,7 +347,7 @@ describe("moving modules between devices", function()
     assert.is_true(rawequal(net, r))
     assert.is_true(rawequal(w, net[1].weight))         -- same tensor object
     assert.are.equal(torch.device("cuda", 0), net[1].weight.data.device)
-    assert.are.equal("device(type='cuda', index=0)", tostring(net[1].weight.data.device))
+    assert.are.equal("cuda:0", tostring(net[1].weight.data.device))
     assert.are.equal(torch.device("cuda", 0), net[1].bias.data.device)
     assert.is_true(w.requires_grad)
     assert.is_true(nn.is_parameter(w))

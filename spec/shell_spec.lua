@@ -79,7 +79,7 @@ describe("gshell command line", function()
 
   it("-e sees torch, nn and the helpers as globals", function()
     local out = gshell({ "-e", "print(type(torch), type(try_gpu), type(try_all_gpus), tostring(try_gpu()))" })
-    assert.are.equal("table\tfunction\tfunction\tdevice(type='cpu')\n", out)
+    assert.are.equal("table\tfunction\tfunction\tcpu\n", out)
   end)
 
   it("a failing -e exits 1 with the message on stderr", function()

@@ -219,7 +219,10 @@ gs_device gsL_checkdevice(lua_State *L, int idx) {
   return d;
 }
 
-static int device_tostring(lua_State *L) {
+/* The repr, device(type='cuda', index=1): what the REPL shows (its
+ * printer looks for __repr); tostring and print give the str, cuda:1, as
+ * Python's str(device) does. */
+static int device_repr(lua_State *L) {
   gs_device *d = luaL_checkudata(L, 1, GSL_DEVICE_MT);
   if (d->type == GS_CPU) lua_pushliteral(L, "device(type='cpu')");
   else if (d->index < 0) lua_pushliteral(L, "device(type='cuda')");
@@ -238,6 +241,11 @@ static void push_device_str(lua_State *L, gs_device d) {
   char name[24];
   gs_device_name(d, name, sizeof name);
   lua_pushstring(L, name);
+}
+
+static int device_tostring(lua_State *L) {
+  push_device_str(L, *(gs_device *)luaL_checkudata(L, 1, GSL_DEVICE_MT));
+  return 1;
 }
 
 static int device_concat(lua_State *L) {
@@ -451,6 +459,7 @@ void gsL_open_core(lua_State *L) {
 
   luaL_newmetatable(L, GSL_DEVICE_MT);
   lua_pushcfunction(L, device_tostring); lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, device_repr); lua_setfield(L, -2, "__repr");
   lua_pushcfunction(L, device_eq); lua_setfield(L, -2, "__eq");
   lua_pushcfunction(L, device_index); lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, device_concat); lua_setfield(L, -2, "__concat");

@@ -34,6 +34,8 @@ static const char usage_text[] =
   "  --md OUT       with --notebook: also write the session as Markdown to OUT\n"
   "  --check DOC    run DOC's ```lua blocks, compare with their ```output blocks\n"
   "  --update       with --check: rewrite the output blocks that differ\n"
+  "  --lesson [N]   the guided lesson N at the prompt (progress is kept); alone: list them\n"
+  "  --restart      with --lesson: start the lesson from its first step\n"
   "  --repl-stdin   the prompt, reading stdin without readline, prompts or banner\n"
   "  --kernel FILE  run as a Jupyter kernel with connection file FILE\n"
   "  --install-kernel [--user | --prefix P]\n"
@@ -45,9 +47,9 @@ static const char usage_text[] =
   "History: $GSHELL_HISTORY or ~/.gshell_history. Docs: docs/shell.md\n";
 
 typedef struct {
-  int interactive, version, help, repl_stdin, update, has_e, install_kernel, user;
+  int interactive, version, help, repl_stdin, update, has_e, install_kernel, user, lesson, restart;
   int script;          /* argv index of the script, or 0 */
-  const char *notebook, *md, *check, *sim_gpus, *kernel, *prefix;
+  const char *notebook, *md, *check, *sim_gpus, *kernel, *prefix, *lesson_name;
 } options;
 
 static void usage_error(const char *msg, const char *arg) {
@@ -88,6 +90,13 @@ static int parse_args(int argc, char **argv, options *o) {
       if (v == NULL) { usage_error("missing argument after", name); return -1; }
       if (name[2] == 'k') o->kernel = v;
       else o->prefix = v;
+    }
+    else if (strcmp(a, "--restart") == 0) o->restart = 1;
+    else if (is_opt(a, "--lesson")) {
+      /* the name is optional: `gshell --lesson` lists the lessons */
+      o->lesson = 1;
+      if (a[8] == '=') o->lesson_name = a + 9;
+      else if (i + 1 < argc && argv[i + 1][0] != '-') o->lesson_name = argv[++i];
     }
     else if (strcmp(a, "-e") == 0 || strcmp(a, "-l") == 0) {
       if (i + 1 >= argc) { usage_error("missing argument after", a); return -1; }
@@ -188,6 +197,7 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
       if (strcmp(argv[i], "--sim-gpus") == 0 || strcmp(argv[i], "--notebook") == 0 ||
           strcmp(argv[i], "--md") == 0 || strcmp(argv[i], "--check") == 0 ||
           strcmp(argv[i], "--kernel") == 0 || strcmp(argv[i], "--prefix") == 0) i++;
+      else if (strcmp(argv[i], "--lesson") == 0 && i + 1 < end && argv[i + 1][0] != '-') i++;
       continue;
     }
     if (st != LUA_OK) { gsR_report(L, st); return 1; }
@@ -271,6 +281,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (o.install_kernel) return gsK_install(argv[0], o.user ? 'u' : o.prefix ? 'p' : 's', o.prefix);
+  if (o.restart && !o.lesson_name) { usage_error("--restart goes with --lesson NAME", NULL); return 1; }
 
   lua_State *L = luaL_newstate();
   if (L == NULL) {
@@ -298,6 +309,16 @@ int main(int argc, char **argv) {
   } else if (o.check) {
     const char *args[] = {o.check, o.update ? "update" : NULL};
     status = call_shell(L, "gshell.check", "run", 2, args);
+  } else if (o.lesson) {
+    /* the lesson greets, then the prompt runs with the lesson checking
+     * every cell; without a name, the list of lessons */
+    const char *args[] = {o.lesson_name, o.restart ? "restart" : NULL};
+    status = call_shell(L, "gshell.repl", "lesson", 2, args);
+    if (status == 0 && o.lesson_name) {
+      if (o.repl_stdin) gsR_repl(L, 0, 0);
+      else if (isatty(0)) gsR_repl(L, 1, 1);
+      else gsR_repl(L, 0, 1);
+    }
   } else {
     status = run_e_and_l(L, argc, argv, &o);
     if (o.script && (status == 0 || o.interactive)) status |= run_script(L, argc, argv, &o);

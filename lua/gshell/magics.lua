@@ -369,6 +369,11 @@ magics.save = function(session, rest)
   io.stdout:write("The following commands were written to file `", path, "`:\n", text)
 end
 
+-- %lesson [NAME [--restart] | skip | back | quit | list]: guided lessons.
+magics.lesson = function(session, rest)
+  require("gshell.lesson").command(session, rest)
+end
+
 magics.tb = function(session)
   io.stdout:write(session.last_traceback or "no error yet", "\n")
   io.stdout:flush()
@@ -384,6 +389,7 @@ local summary = {
   { "%save [-a] file [ranges]", "write cells to a file" },
   { "%run file [args]", "run a Lua file in this session" },
   { "%reset [-f]", "forget all your variables" },
+  { "%lesson [name|skip|back|quit]", "guided lessons (gshell --lesson lists them)" },
   { "!cmd", "run cmd in the system shell" },
   { "?name, name?, help(obj)", "help" },
 }

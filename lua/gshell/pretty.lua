@@ -1,7 +1,8 @@
 -- gshell.pretty: how the shell shows values.
 --
--- Values with a __tostring metamethod (tensors, devices, dtypes, sizes,
--- modules) show as tostring gives them. Plain tables are shown as Lua
+-- Values with a __repr metamethod (devices) show as it gives them, others
+-- with a __tostring metamethod (tensors, dtypes, sizes, modules) as
+-- tostring gives them. Plain tables are shown as Lua
 -- constructors, on one line when they fit and nested with indentation
 -- otherwise; keys in order (the array part, then numbers, then strings,
 -- then the rest); a table met again inside itself shows as <cycle>; very
@@ -34,6 +35,17 @@ local function safe_tostring(v)
   local ok, s = pcall(tostring, v)
   if ok and type(s) == "string" then return s end
   return string.format("<%s (__tostring failed)>", type(v))
+end
+
+-- A __repr metamethod (devices: device(type='cuda', index=1)) is what the
+-- prompt shows, as Python's REPL shows repr() while print shows str().
+local function repr_of(v)
+  local mt = getmetatable(v)
+  local f = type(mt) == "table" and rawget(mt, "__repr")
+  if type(f) ~= "function" then return nil end
+  local ok, s = pcall(f, v)
+  if ok and type(s) == "string" then return s end
+  return nil
 end
 
 local function has_tostring(v)
@@ -116,6 +128,8 @@ end
 -- One value as text; `top` says it is a whole result (strings raw).
 function format_value(v, seen, depth, top)
   local ty = type(v)
+  local r = (ty == "userdata" or ty == "table") and repr_of(v)
+  if r then return r end
   if ty == "string" then
     return top and v or M.quote(v)
   elseif ty == "table" then

@@ -66,6 +66,23 @@ function M.run_string(code, name)
   return fn()
 end
 
+-- gshell --lesson [NAME] [--restart]: lists the lessons (no name) or
+-- starts one in the session. Returns an exit status.
+function M.lesson(name, restart)
+  local lesson = require "gshell.lesson"
+  if name == nil then
+    io.stdout:write(lesson.list_text(), "\n")
+    return 0
+  end
+  local ok, err = lesson.start(M.start(), name, { restart = restart == "restart" })
+  io.stdout:flush()
+  if not ok then
+    io.stderr:write("gshell: ", err, "\n")
+    return 1
+  end
+  return 0
+end
+
 -- The greeting: version, Lua, and the devices, saying plainly whether the
 -- CUDA devices are real or simulated.
 function M.banner()

@@ -449,12 +449,14 @@ function Session:run_cell(src, opts)
   if not fn then
     if silent == "incomplete" then return "incomplete" end
     self.err(silent)
+    self:after_cell(src, opts, { status = "error", err = silent })
     return "error"
   end
   local ok, res = self:call(fn, table.unpack(opts.args or {}))
   if not ok then
     self.err(res)
     for _, h in ipairs(hints.after_error(self.env, src)) do self.err(h) end
+    self:after_cell(src, opts, { status = "error", err = res })
     return "error"
   end
   if not silent and not opts.script then
@@ -463,7 +465,17 @@ function Session:run_cell(src, opts)
       if opts.show then opts.show(text) else io.stdout:write(text, "\n") end
     end
   end
+  self:after_cell(src, opts, { status = "ok", results = res })
   return "ok"
+end
+
+-- Tells the session's on_cell hook (a running lesson) what a cell did.
+function Session:after_cell(src, opts, ctx)
+  if not self.on_cell or opts.script then return end
+  ctx.src, ctx.env = src, self.env
+  io.stdout:flush()
+  local ok, err = pcall(self.on_cell, self, ctx)
+  if not ok then self.err("lesson: " .. tostring(err)) end
 end
 
 -- Runs a cell with everything it writes to stdout captured (C code and
