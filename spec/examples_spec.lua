@@ -1,0 +1,64 @@
+-- Every script in examples/ runs to the end (exit 0, no error output) on
+-- two simulated GPUs and with no GPU at all, and is listed in
+-- examples/README.md. A few outputs are checked: the DataParallel splits
+-- of PyTorch's tutorial and the `module.` prefix.
+local R = require("gshell_run")
+
+local function has(s, piece) return s:find(piece, 1, true) ~= nil end
+
+local function scripts()
+  local list = {}
+  local p = assert(io.popen("ls examples/*.lua"))
+  for line in p:lines() do list[#list + 1] = line end
+  p:close()
+  return list
+end
+
+-- no GPU: no simulated ones and no real ones either
+local CPU_ONLY = { GSHELL_SIM_GPUS = "0", CUDA_VISIBLE_DEVICES = "" }
+local TWO_SIM = { GSHELL_SIM_GPUS = "2", CUDA_VISIBLE_DEVICES = "" }
+
+describe("examples/", function()
+  local list = scripts()
+
+  it("has at least ten scripts, each listed in examples/README.md", function()
+    assert.is_true(#list >= 10, #list .. " scripts")
+    local readme = R.read_file("examples/README.md")
+    for _, path in ipairs(list) do
+      local name = path:match("([^/]+)$")
+      assert.truthy(has(readme, "| `" .. name .. "` |"), name .. " is not in examples/README.md")
+    end
+  end)
+
+  for _, path in ipairs(list) do
+    for mode, env in pairs({ ["2 simulated GPUs"] = TWO_SIM, ["no GPU"] = CPU_ONLY }) do
+      it(path .. " runs on " .. mode, function()
+        local out, err, code = R.run({ path }, "", env)
+        assert.are.equal(0, code, path .. " failed:\n" .. out .. err)
+        assert.are.equal("", err, path .. " wrote to stderr:\n" .. err)
+      end)
+    end
+  end
+
+  it("dataparallel_splits.lua: 30 -> 10/10/10 and 10 -> 4/4/2 on three GPUs", function()
+    local out, err, code = R.run({ "examples/dataparallel_splits.lua" }, "", { GSHELL_SIM_GPUS = "3", CUDA_VISIBLE_DEVICES = "" })
+    assert.are.equal(0, code, err)
+    local sizes = {}
+    for n in out:gmatch("In Model: input size torch%.Size%(%[(%d+), 5%]%)") do sizes[#sizes + 1] = tonumber(n) end
+    -- the replicas run concurrently: order within a batch may vary
+    local first, second = { sizes[1], sizes[2], sizes[3] }, { sizes[4], sizes[5], sizes[6] }
+    table.sort(first); table.sort(second)
+    assert.are.same({ 10, 10, 10 }, first)
+    assert.are.same({ 2, 4, 4 }, second)
+    assert.truthy(has(out, "Outside: input size torch.Size([30, 5]) output_size torch.Size([30, 2]) on cuda:0"), out)
+    assert.truthy(has(out, "Outside: input size torch.Size([10, 5]) output_size torch.Size([10, 2]) on cuda:0"), out)
+  end)
+
+  it("dataparallel_save.lua shows the module. prefix and loads around it", function()
+    local out = R.run({ "examples/dataparallel_save.lua" }, "", TWO_SIM)
+    assert.truthy(has(out, "DataParallel keys:   module.1.weight, module.1.bias, module.3.weight, module.3.bias"), out)
+    assert.truthy(has(out, "model.module keys:   1.weight, 1.bias, 3.weight, 3.bias"), out)
+    assert.truthy(has(out, "loading 'module.' keys into a plain model works:\tfalse"), out)
+    assert.truthy(has(out, "after stripping the prefix:\t<All keys matched successfully>"), out)
+  end)
+end)
