@@ -61,6 +61,12 @@ local OPS = {
   { "contiguous", function(d) return d.A:t():contiguous(), d.A:contiguous() end },
   { "is_contiguous", function(d) return d.A:is_contiguous(), d.A:t():is_contiguous() end },
   { "clone", function(d) return d.A:t():clone(), d.I:clone() end },
+  { "get_device", function(d) return d.A:get_device() == (d.A.device.index or -1), d.I:get_device() == (d.I.device.index or -1) end },
+  { "new_ones", function(d) return d.A:new_ones(2, 2), d.I:new_ones({ 3 }), d.A:new_ones(2, { dtype = torch.float64 }) end,
+    covers = { "new_zeros", "new_full", "new_tensor", "new_empty" } },
+  { "new_zeros (and new_full, new_tensor, new_empty)", function(d)
+      return d.A:new_zeros(3), d.I:new_full({ 2 }, 7), d.A:new_tensor({ 1, 2 }), d.A:new_empty(2, 3).shape
+    end },
   { "size", function(d) return d.BA:size(), d.BA:size(2), d.BA:size(-1) end },
   { "stride", function(d) return d.BA:stride(), d.BA:transpose(1, 3):stride(1) end },
   { "dim", function(d) return d.BA:dim(), d.row:dim() end },

@@ -8,6 +8,8 @@
 --     only `...` matches any number of lines (random values, addresses);
 --   * a ```lua block with no ```output block after it runs unchecked, but
 --     an error in it is a failure; ```lua skip (or norun) is not run.
+-- A header comment `<!-- gshell: sim-gpus=2 seed=0 -->` in the first
+-- lines sets up simulated GPUs and the seed (gshell.docheader).
 -- Blocks are numbered like notebook cells: an error in the third ```lua
 -- block reads "In[3]:2: ..." (its line 2), so a document written by
 -- `gshell --notebook --md` checks cleanly. Each difference is reported with its line in the document, the expected
@@ -15,6 +17,7 @@
 -- --update writes the actual output into every expected block that differs
 -- (atomically) instead of failing.
 local Session = require "gshell.session"
+local docheader = require "gshell.docheader"
 
 local M = {}
 
@@ -126,6 +129,12 @@ function M.run(path, update)
   local lines = split_lines(text)
   if lines[#lines] == "" then lines[#lines] = nil end
   local blocks = M.parse(lines)
+  local settings, herr = docheader.parse(lines)
+  if not settings then
+    io.stderr:write("gshell: ", path, ": ", herr, "\n")
+    return 1
+  end
+  docheader.apply(settings)
   local session = Session.new()
   local ran, compared, failed, updated = 0, 0, 0, 0
   local replace = {}

@@ -14,8 +14,13 @@
 -- included) in the ```output block after it. That file can be checked
 -- later with `gshell --check`. Errors are shown (positions read
 -- "In[3]:2:", line 2 of cell 3, as --check also numbers them) and the run
--- goes on; the exit status is 1 when any cell failed.
+-- goes on; the exit status is 1 when any cell failed, except cells marked
+-- as expected to fail (a teaching error): `-- %% tags=["raises-exception"]`
+-- as jupytext writes Jupyter's tag. A first-lines comment
+-- `-- gshell: sim-gpus=2 seed=0` sets up simulated GPUs and the seed, and
+-- is carried into the Markdown; timing lines are written there as `...`.
 local Session = require "gshell.session"
+local docheader = require "gshell.docheader"
 
 local M = {}
 
@@ -42,7 +47,7 @@ function M.split_cells(src)
       if cur.kind == "markdown" then
         for i, l in ipairs(lines) do lines[i] = l:gsub("^%-%- ?", "") end
       end
-      cells[#cells + 1] = { kind = cur.kind, text = table.concat(lines, "\n"), line = first }
+      cells[#cells + 1] = { kind = cur.kind, text = table.concat(lines, "\n"), line = first, raises = cur.raises }
     end
   end
   for line in (src .. "\n"):gmatch("(.-)\r?\n") do
@@ -50,7 +55,7 @@ function M.split_cells(src)
     if line:match("^%-%- ?%%%%") then
       flush()
       local kind = line:match("%[markdown%]") and "markdown" or "code"
-      cur = { kind = kind, lines = {}, line = n + 1 }
+      cur = { kind = kind, lines = {}, line = n + 1, raises = line:find("raises-exception", 1, true) ~= nil }
     else
       cur.lines[#cur.lines + 1] = line
     end
@@ -74,8 +79,16 @@ function M.run(path, md_path)
   local text = Session.read_input(path)
   if not text then return 1 end
   local src = text:gsub("^#![^\n]*", "")
+  local lines = {}
+  for l in (src .. "\n"):gmatch("(.-)\r?\n") do lines[#lines + 1] = l end
+  local settings, herr = docheader.parse(lines)
+  if not settings then
+    io.stderr:write("gshell: ", path, ": ", herr, "\n")
+    return 1
+  end
+  docheader.apply(settings)
   local session = Session.new()
-  local md = {}
+  local md = { docheader.markdown_line(settings) and (docheader.markdown_line(settings) .. "\n") or nil }
   local failed = 0
   local n = 0
   for _, cell in ipairs(M.split_cells(src)) do
@@ -94,11 +107,14 @@ function M.run(path, md_path)
       io.stdout:write("\n")
       io.stdout:flush()
       if r.status == "error" then
-        failed = failed + 1
         if r.error and r.error:find("interrupted!$") then return 130 end
+        if not cell.raises then failed = failed + 1 end
+      elseif cell.raises then
+        io.stderr:write(string.format("gshell: cell %d is marked raises-exception but ran without an error\n", n))
+        failed = failed + 1
       end
       md[#md + 1] = "```lua\n" .. cell.text .. "\n```\n"
-      local shown = (r.output or "") .. (r.result and (r.result .. "\n") or "")
+      local shown = docheader.mask_timing((r.output or "") .. (r.result and (r.result .. "\n") or ""))
       if shown ~= "" then md[#md + 1] = "```output\n" .. shown .. "```\n" end
     end
   end
