@@ -129,12 +129,7 @@ function M.run(path, update)
   local lines = split_lines(text)
   if lines[#lines] == "" then lines[#lines] = nil end
   local blocks = M.parse(lines)
-  local settings, herr = docheader.parse(lines)
-  if not settings then
-    io.stderr:write("gshell: ", path, ": ", herr, "\n")
-    return 1
-  end
-  docheader.apply(settings)
+  if not docheader.setup(path, lines) then return 1 end
   local session = Session.new()
   local ran, compared, failed, updated = 0, 0, 0, 0
   local replace = {}

@@ -48,6 +48,18 @@ function M.apply(s)
   if s.seed then torch.manual_seed(s.seed) end
 end
 
+-- Reads and applies the header of the file at `path` (its lines); returns
+-- the settings, or nil after printing "gshell: PATH: what is wrong".
+function M.setup(path, lines)
+  local s, err = M.parse(lines)
+  if not s then
+    io.stderr:write("gshell: ", path, ": ", err, "\n")
+    return nil
+  end
+  M.apply(s)
+  return s
+end
+
 -- The header line for a Markdown transcript of these settings, or nil.
 function M.markdown_line(s)
   local parts = {}

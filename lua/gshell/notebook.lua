@@ -81,12 +81,8 @@ function M.run(path, md_path)
   local src = text:gsub("^#![^\n]*", "")
   local lines = {}
   for l in (src .. "\n"):gmatch("(.-)\r?\n") do lines[#lines + 1] = l end
-  local settings, herr = docheader.parse(lines)
-  if not settings then
-    io.stderr:write("gshell: ", path, ": ", herr, "\n")
-    return 1
-  end
-  docheader.apply(settings)
+  local settings = docheader.setup(path, lines)
+  if not settings then return 1 end
   local session = Session.new()
   local md = { docheader.markdown_line(settings) and (docheader.markdown_line(settings) .. "\n") or nil }
   local failed = 0
