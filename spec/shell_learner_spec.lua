@@ -221,3 +221,53 @@ describe("magics as IPython", function()
     os.execute("rm -rf " .. R.quote(dir))
   end)
 end)
+
+describe("completion and help for modules, optimizers, magics and help itself", function()
+  local function lua_in_gshell(code)
+    local out, err, status = R.run({ "-e", code }, nil, { GSHELL_SIM_GPUS = "0" })
+    assert.are.equal(0, status, err)
+    return out
+  end
+
+  it("net.<Tab>, net:<Tab> and model.module.<Tab> offer children, parameters and methods", function()
+    local out = lua_in_gshell([[
+      local C = require("gshell.complete")
+      local s = require("gshell.repl").start()
+      net = nn.Sequential(nn.Linear(3, 1)); net.fc = nn.Linear(1, 1)
+      model = nn.DataParallel(net)
+      opt = optim.SGD(net:parameters(), {lr = 0.1})
+      for _, w in ipairs({ "net.f", "net:par", "model.module.f", "model.mo", "net.fc.we", "opt:ste", "opt.param" }) do
+        print(w, table.concat(C.complete(s, w), " "))
+      end
+    ]])
+    assert.are.equal(table.concat({
+      "net.f\tnet.fc net.float net.forward",
+      "net:par\tnet:parameters",
+      "model.module.f\tmodel.module.fc model.module.float model.module.forward",
+      "model.mo\tmodel.module model.modules",
+      "net.fc.we\tnet.fc.weight",
+      "opt:ste\topt:step",
+      "opt.param\topt.param_groups",
+    }, "\n") .. "\n", out)
+  end)
+
+  it("?net, help(opt), ?%timeit, help, ?help", function()
+    local out = R.prompt({
+      "net = nn.Sequential(nn.Linear(3, 1))",
+      "?net",
+      "help(optim.SGD(net:parameters(), {lr = 0.5}))",
+      "?%timeit",
+      "help",
+      "?help",
+      "?%nosuch",
+    })
+    assert.truthy(has(out, "net: Sequential (an nn.Module; call it: net(input))\nSequential(\n  (1): Linear(in_features=3, out_features=1, bias=True)\n)\nChildren: 1\nParameters: 1.weight [1, 3] on cpu, 1.bias [1] on cpu\nMethods: add,"), out)
+    assert.truthy(has(out, "SGD (an optimizer over 2 parameter tensors; opt:zero_grad(), loss:backward(), opt:step())\nSGD (\nParameter Group 0"), out)
+    assert.truthy(has(out, "    lr: 0.5\n"), out)
+    assert.truthy(has(out, "%timeit [-n N] [-r R] stmt: time stmt over many loops, as IPython\n  -n N loops per run"), out)
+    local _, n = out:gsub("help: the help system%.", "")
+    assert.are.equal(2, n, out)
+    assert.truthy(has(out, "  ?%timeit               help on a magic (%magic lists them)"), out)
+    assert.truthy(has(out, "no magic '%nosuch' (%magic lists them)"), out)
+  end)
+end)

@@ -143,7 +143,9 @@ static int open_torch(lua_State *L) {
 
 /* help(...) loads the shell's help module on first use. */
 static const char help_stub[] =
-  "help = function(...) return require('gshell.help').help(...) end";
+  "help = setmetatable({}, {__name = 'help',"
+  " __call = function(_, ...) return require('gshell.help').help(...) end,"
+  " __tostring = function() return require('gshell.help').about() end})";
 
 /* Calls a Lua function of a shell module with string arguments; returns
  * its integer result as an exit status (1 on error). */

@@ -39,11 +39,34 @@ local function add_table_keys(out, t, depth, seen)
   end
 end
 
+-- A module (nn.Module instance): its parameters, buffers, children and
+-- attributes (kept in tables the class's __index function reads), then
+-- its class's methods, up the class chain.
+local function add_module_keys(out, v, seen)
+  for _, store in ipairs({ "_parameters", "_buffers", "_modules" }) do
+    local m = rawget(v, store)
+    if type(m) == "table" and type(m.keys) == "table" and type(m.vals) == "table" then
+      for _, k in ipairs(m.keys) do
+        if type(k) == "string" and out[k] == nil then out[k] = m.vals[k] end
+      end
+    end
+  end
+  local attrs = rawget(v, "_attrs")
+  if type(attrs) == "table" then
+    for k, val in next, attrs do if type(k) == "string" and out[k] == nil then out[k] = val end end
+  end
+  add_table_keys(out, getmetatable(v), 0, seen)
+end
+
 -- key -> value for everything worth offering after "v." or "v:".
 function M.members(v)
   local out, seen = {}, {}
   if type(v) == "table" then
     add_table_keys(out, v, 0, seen)
+    local vmt = getmetatable(v)
+    if type(vmt) == "table" and type(rawget(vmt, "__index")) == "function" and rawget(v, "_modules") ~= nil then
+      add_module_keys(out, v, seen)
+    end
   end
   local mt = getmetatable(v)
   if type(v) ~= "table" and type(mt) == "table" then

@@ -99,8 +99,74 @@ local function wrap_list(prefix, names)
   return table.concat(lines, "\n")
 end
 
+local function is_module(v)
+  local mt = getmetatable(v)
+  return type(v) == "table" and rawget(v, "_modules") ~= nil and type(mt) == "table" and mt.__is_module == true
+end
+
+local function is_optimizer(v)
+  return type(v) == "table" and type(rawget(v, "param_groups")) == "table" and type(v.step) == "function"
+end
+
+-- The methods a class (and its parents) define, sorted.
+local function class_methods(cls)
+  local names, seen = {}, {}
+  local depth = 0
+  while type(cls) == "table" and depth < 10 do
+    for k, f in next, cls do
+      if type(k) == "string" and not k:match("^_") and type(f) == "function" and not seen[k] then
+        seen[k] = true
+        names[#names + 1] = k
+      end
+    end
+    local mt = getmetatable(cls)
+    cls = type(mt) == "table" and rawget(mt, "__index") or nil
+    depth = depth + 1
+  end
+  table.sort(names)
+  return names
+end
+
+-- Help on a module: what it is, its printout, children, parameters with
+-- their shapes and devices, and its methods.
+local function module_text(v, name)
+  local cls = getmetatable(v)
+  local lines = { string.format("%s%s (an nn.Module; call it: %s(input))", name and (name .. ": ") or "",
+    tostring(cls.__name or "Module"), name or "net") }
+  lines[#lines + 1] = tostring(v)
+  local kids = {}
+  for _, k in ipairs(rawget(v, "_modules").keys or {}) do kids[#kids + 1] = k end
+  if #kids > 0 then lines[#lines + 1] = wrap_list("Children: ", kids) end
+  local params = {}
+  local ok, named = pcall(v.named_parameters, v)
+  if ok then
+    for _, kv in ipairs(named) do
+      local p = kv[2]
+      params[#params + 1] = string.format("%s %s on %s", kv[1], tostring(p.shape):gsub("^torch%.Size%((.*)%)$", "%1"),
+        tostring(p.device))
+    end
+  end
+  if #params > 0 then lines[#lines + 1] = wrap_list("Parameters: ", params) end
+  lines[#lines + 1] = wrap_list("Methods: ", class_methods(cls))
+  return table.concat(lines, "\n")
+end
+
+local function optimizer_text(v, name)
+  local n = 0
+  for _, g in ipairs(v.param_groups) do n = n + #g.params end
+  return table.concat({
+    string.format("%s%s (an optimizer over %d parameter tensor%s; opt:zero_grad(), loss:backward(), opt:step())",
+      name and (name .. ": ") or "", tostring(getmetatable(v).__name), n, n == 1 and "" or "s"),
+    tostring(v),
+    wrap_list("Methods: ", class_methods(getmetatable(v))),
+  }, "\n")
+end
+
 -- The help text for a value known as `name` (either may be nil).
 function M.text(v, name)
+  if v ~= nil and v == rawget(_G, "help") then return M.about() end
+  if is_module(v) then return module_text(v, name) end
+  if is_optimizer(v) then return optimizer_text(v, name) end
   local docname = name and docs.get(name) and name
   if not docname and v ~= nil then
     local n = name_of(v)
@@ -150,6 +216,35 @@ gshell: Lua 5.4 with a PyTorch-like `torch` (globals torch, nn, optim, try_gpu, 
   x:<TAB>, torch.cu<TAB>                        completion of methods, fields, globals
 Magics:]]
 
+-- What `help` alone (and ?help, help(help)) says: how the help system works.
+function M.about()
+  return table.concat({
+    "help: the help system.",
+    "  help()                 an overview of gshell and the list of magics",
+    "  help(obj), ?obj, obj?  help on a value: a torch function's signature, a tensor's shape and methods,",
+    "                         a module's layers, parameters and methods, an optimizer's settings",
+    "  help('torch.ones')     help by name (also ?torch.ones)",
+    "  ?%timeit               help on a magic (%magic lists them)",
+  }, "\n")
+end
+
+-- Help on a magic: "%timeit" -> its line in the summary, and its options.
+function M.magic_text(name)
+  local magics = require("gshell.magics")
+  local bare = name:gsub("^%%+", "")
+  if not magics.names[bare] then return nil end
+  local lines = {}
+  for _, s in ipairs(magics.summary) do
+    if s[1]:match("^%%" .. bare .. "[%s/]") or s[1] == "%" .. bare or s[1]:match("/ %%" .. bare .. "$") then
+      lines[#lines + 1] = string.format("%s: %s", s[1], s[2])
+    end
+  end
+  local more = magics.details and magics.details[bare]
+  if more then lines[#lines + 1] = more end
+  if #lines == 0 then lines[1] = "%" .. bare .. ": a magic (%magic lists them)" end
+  return table.concat(lines, "\n")
+end
+
 -- help(): general help; help(v): help on a value; help("name"): by name.
 function M.help(...)
   local v = ...
@@ -192,6 +287,8 @@ end
 -- evaluates to in the session; nil when there is neither (?name at the
 -- prompt, and the Jupyter kernel's inspect_request).
 function M.name_text(session, name)
+  if name:sub(1, 1) == "%" then return M.magic_text(name) end
+  if name == "help" then return M.about() end
   local text = docs.get((name:gsub(":", ".")))
   if not text then
     local v, path = resolve(session, name)
@@ -207,6 +304,10 @@ end
 -- ?name: help by name, or on what the name evaluates to.
 function M.help_name(session, name)
   if name == "" then return M.help() end
+  if name:sub(1, 1) == "%" and not M.magic_text(name) then
+    io.stdout:write(string.format("no magic '%s' (%%magic lists them)", name), "\n")
+    return
+  end
   local text = M.name_text(session, name)
   io.stdout:write(text or string.format("no help for '%s': no such name, and no documentation", name), "\n")
 end

@@ -400,6 +400,17 @@ end
 magics.lsmagic = magics.magic
 M.summary = summary
 
+-- More on the magics with options, for ?%name.
+M.details = {
+  timeit = "  -n N loops per run, -r R runs, -q print nothing, -o return the result: r = %timeit -o stmt\n" ..
+    "  (devices are synchronised around every run; the first call is a warm-up)",
+  time = "  prints CPU and wall time, then the statement's value (devices synchronised)",
+  history = "  -n numbers the cells; ranges: 4 or 2-5 (1-based)",
+  save = "  -a appends; ranges as for %history; '.lua' is added to a name without extension",
+  reset = "  -f does not ask",
+  lesson = "  %lesson NAME [--restart] starts a lesson, %lesson shows the task, skip / back / quit / list",
+}
+
 -- Runs one shell line.
 function M.run(session, line)
   line = line:gsub("^%s+", ""):gsub("%s+$", "")
