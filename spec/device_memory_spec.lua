@@ -140,6 +140,24 @@ describe("device memory", function()
     assert.is_true(cuda.max_memory_allocated(0) >= before + 4 * MiB)
   end)
 
+  it("max_memory_reserved keeps the peak of reserved through free and empty_cache", function()
+    local a = block(2 * MiB, "cuda:0")
+    local b = block(6 * MiB, "cuda:0")
+    b = nil
+    gc()
+    assert.are.equal(8 * MiB, cuda.memory_reserved(0))       -- b's block is cached
+    cuda.empty_cache()
+    assert.are.equal(2 * MiB, cuda.memory_reserved(0))
+    assert.are.equal(8 * MiB, cuda.max_memory_reserved(0))   -- the peak, not the current figure
+    assert.are.equal(8 * MiB, cuda.memory_stats(0)["reserved_bytes.all.peak"])
+    assert.are.equal(0, cuda.max_memory_reserved(1))
+    cuda.reset_peak_memory_stats(0)
+    assert.are.equal(2 * MiB, cuda.max_memory_reserved(0))
+    local c = block(MiB, "cuda:0")
+    assert.are.equal(3 * MiB, cuda.max_memory_reserved(0))
+    a, c = nil, nil
+  end)
+
   it("memory_reserved = allocated + cached, and mem_get_info = (cap - reserved, cap)", function()
     local a = block(3 * MiB, "cuda:1")
     local b = block(5 * MiB, "cuda:1")
@@ -259,5 +277,16 @@ describe("device memory", function()
     assert.is_true(cuda.memory_reserved(0) >= cuda.memory_allocated(0))
     local free, total = cuda.mem_get_info(0)
     assert.is_true(free <= total and total > 0)
+    -- the peak of reserved survives empty_cache (it used to be the current figure)
+    cuda.empty_cache()
+    cuda.reset_peak_memory_stats(0)
+    local base = cuda.memory_reserved(0)
+    local y = torch.empty(4 << 20, { device = "cuda:0" }) -- 16 MiB
+    y = nil
+    gc()
+    cuda.empty_cache()
+    assert.are.equal(base, cuda.memory_reserved(0))
+    assert.is_true(cuda.max_memory_reserved(0) >= base + (16 << 20))
+    assert.are.equal(cuda.max_memory_reserved(0), cuda.memory_stats(0)["reserved_bytes.all.peak"])
   end)
 end)

@@ -242,6 +242,107 @@ describe("moving tensors", function()
     end)
   end)
 
+  -- Simulated devices configured as a real GPU's memory (_sim_configure's
+  -- third argument): copies go through the memcpy slots, so these specs
+  -- run the path real GPUs take. Raw bytes go straight into a contiguous
+  -- destination of the source's dtype; only a dtype change or a strided
+  -- destination is staged on the device first.
+  describe("copies through device memcpy (as on a real GPU)", function()
+    before_each(function() gc(); torch._sim_configure(2, 0, true) end)
+
+    -- Runs f with peaks reset; returns the transfers and cuda:0's peak
+    -- allocation above what was live before.
+    local function measure(f)
+      gc()
+      local base = cuda.memory_allocated(0)
+      cuda.reset_peak_memory_stats(0)
+      local t = transfers(f)
+      return t, cuda.max_memory_allocated(0) - base
+    end
+
+    it("h2d into a new contiguous tensor of the same dtype: one copy, no staging block", function()
+      local x = torch.arange(1000, { dtype = torch.float32 }) -- 4000 bytes, a 4096-byte block
+      local y
+      local t, peak = measure(function() y = x:cuda(0) end)
+      assert.are.same({ 1, 0, 0 }, counts(t))
+      assert.are.equal(4000, t.h2d.bytes)
+      assert.are.equal(4096, peak) -- y alone
+      assert.are.same(x:tolist(), y:tolist())
+      local v = torch.arange(12, { dtype = torch.float64 }):view(3, 4):t() -- a strided source
+      local w
+      t = measure(function() w = v:cuda(0) end)
+      assert.are.same({ 1, 0, 0 }, counts(t))
+      assert.are.equal(96, t.h2d.bytes)
+      assert.are.same(v:tolist(), w:tolist())
+    end)
+
+    it("d2h into a new contiguous tensor, from contiguous and strided sources", function()
+      local y = torch.arange(24, { dtype = torch.int32, device = "cuda:0" }):view(4, 6)
+      local t = transfers(function()
+        assert.are.same(torch.arange(24, { dtype = torch.int32 }):view(4, 6):tolist(), y:cpu():tolist())
+      end)
+      assert.are.same({ 0, 1, 0 }, counts(t))
+      local yt
+      t = transfers(function() yt = y:t():cpu() end)
+      assert.are.same({ 0, 1, 0 }, counts(t))
+      assert.are.equal(96, t.d2h.bytes)
+      assert.is_true(yt:is_contiguous())
+      assert.are.same(y:cpu():t():tolist(), yt:tolist())
+    end)
+
+    it("a dtype change is staged on the device: one copy of the source's bytes", function()
+      local x = torch.tensor({ 1.5, -2.25, 3.0, 1e10 }) -- float32, 16 bytes
+      local y
+      local t, peak = measure(function() y = x:to("cuda:0", torch.float64) end)
+      assert.are.same({ 1, 0, 0 }, counts(t))
+      assert.are.equal(16, t.h2d.bytes)
+      assert.are.equal(1024, peak) -- y's 512-byte block and the float32 staging block
+      assert.are.equal(torch.float64, y.dtype)
+      assert.are.same({ 1.5, -2.25, 3.0, 1e10 }, y:tolist())
+      local back
+      t = transfers(function() back = y:to("cpu", torch.int64) end)
+      assert.are.same({ 0, 1, 0 }, counts(t))
+      assert.are.equal(32, t.d2h.bytes)
+      assert.are.same({ 1, -2, 3, 10000000000 }, back:tolist())
+    end)
+
+    it("a strided destination is staged: copy_ into a transposed device view", function()
+      local dst = torch.zeros(3, 2, { device = "cuda:0" })
+      local src = torch.tensor({ { 1.0, 2.0, 3.0 }, { 4.0, 5.0, 6.0 } })
+      local t, peak = measure(function() dst:t():copy_(src) end)
+      assert.are.same({ 1, 0, 0 }, counts(t))
+      assert.are.equal(24, t.h2d.bytes)
+      assert.are.equal(512, peak) -- the staging block
+      assert.are.same({ { 1.0, 4.0 }, { 2.0, 5.0 }, { 3.0, 6.0 } }, dst:tolist())
+      -- into a narrowed, still contiguous part: direct, the rest untouched
+      local row = torch.zeros(4, 3, { device = "cuda:0" })
+      t, peak = measure(function() row:narrow(1, 2, 2):copy_(torch.ones(2, 3)) end)
+      assert.are.same({ 1, 0, 0 }, counts(t))
+      assert.are.equal(0, peak)
+      assert.are.same({ { 0, 0, 0 }, { 1, 1, 1 }, { 1, 1, 1 }, { 0, 0, 0 } }, row:tolist())
+      -- a broadcast source is materialised on its own side first
+      local b = torch.zeros(2, 3, { device = "cuda:0" })
+      t = transfers(function() b:copy_(torch.tensor({ 7.0, 8.0, 9.0 })) end)
+      assert.are.same({ 1, 0, 0 }, counts(t))
+      assert.are.equal(24, t.h2d.bytes)
+      assert.are.same({ { 7.0, 8.0, 9.0 }, { 7.0, 8.0, 9.0 } }, b:tolist())
+    end)
+
+    it("device to device: direct, staged for a dtype change", function()
+      local a = torch.arange(6, { device = "cuda:0" }):view(2, 3)
+      local b, c
+      local t = transfers(function()
+        b = a:cuda(1)
+        c = a:to("cuda:1", torch.float32)
+      end)
+      assert.are.same({ 0, 0, 2 }, counts(t))
+      assert.are.equal(96, t.d2d.bytes)
+      assert.are.same({ { 0, 1, 2 }, { 3, 4, 5 } }, b:tolist())
+      assert.are.same({ { 0.0, 1.0, 2.0 }, { 3.0, 4.0, 5.0 } }, c:tolist())
+      assert.are.equal(torch.float32, c.dtype)
+    end)
+  end)
+
   it("torch.manual_seed gives the same numbers on every device", function()
     local r = {}
     for _, dev in ipairs({ "cpu", "cuda:0", "cuda:1", "cuda:2" }) do

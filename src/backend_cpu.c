@@ -15,7 +15,7 @@ static void cpu_mem_stats(int i, gs_mem_stats *s) {
 static gs_status cpu_sync(int i) { return GS_OK; }
 
 const gs_backend gs_backend_cpu = {
-  .name = "cpu",
+  .name = "cpu", .host_memory = true,
   .alloc = cpu_alloc, .free = cpu_free, .empty_cache = cpu_empty_cache, .mem_stats = cpu_mem_stats,
   .synchronize = cpu_sync,
   .copy = gs_cpu_copy, .fill = gs_cpu_fill, .unary = gs_cpu_unary, .binary = gs_cpu_binary,

@@ -18,8 +18,8 @@
  * most 25% waste), larger ones to a multiple of 2 MiB (so a request near
  * the device's capacity still fits) and reused at exactly that size.
  * Figures follow PyTorch: allocated = bytes in live blocks (rounded
- * sizes), reserved = allocated + cached, max_allocated = the peak since
- * reset_peak. */
+ * sizes), reserved = allocated + cached, max_allocated and max_reserved =
+ * their peaks since reset_peak. */
 #ifdef GS_HAVE_CUDA
 
 #include <dlfcn.h>
@@ -46,7 +46,7 @@ typedef struct {
   int started;           /* stream created (read with acquire) */
   cudaStream_t stream;
   cblock *bins[NCLASSES + 1];
-  size_t allocated, peak, cached;
+  size_t allocated, peak, cached, peak_reserved;
   signed char peer[MAX_DEVICES]; /* 0 unknown, 1 peer access enabled, -1 none */
 } cuda_dev;
 
@@ -256,6 +256,7 @@ static void *cuda_alloc(int index, size_t nbytes) {
   pthread_mutex_lock(&d->lock);
   d->allocated += rounded;
   if (d->allocated > d->peak) d->peak = d->allocated;
+  if (d->allocated + d->cached > d->peak_reserved) d->peak_reserved = d->allocated + d->cached;
   pthread_mutex_unlock(&d->lock);
   return p;
 }
@@ -295,6 +296,7 @@ static void cuda_mem_stats(int index, gs_mem_stats *s) {
   s->allocated = d->allocated;
   s->max_allocated = d->peak;
   s->reserved = d->allocated + d->cached;
+  s->max_reserved = d->peak_reserved;
   pthread_mutex_unlock(&d->lock);
   size_t fr = 0, total = 0;
   if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&fr, &total) == cudaSuccess) {
@@ -309,6 +311,7 @@ static void cuda_reset_peak(int index) {
   cuda_dev *d = &devs[index];
   pthread_mutex_lock(&d->lock);
   d->peak = d->allocated;
+  d->peak_reserved = d->allocated + d->cached;
   pthread_mutex_unlock(&d->lock);
 }
 
@@ -393,7 +396,7 @@ static gs_status cuda_synchronize(int index) {
   return GS_OK;
 }
 
-gs_status gs_cuda_get_properties(int index, gs_cuda_props *out) {
+static gs_status cuda_properties(int index, gs_device_props *out) {
   memset(out, 0, sizeof *out);
   if (!valid(index)) return gs_error("cuda:%d is not available (%d CUDA devices)", index, gs_cuda_real_device_count());
   struct cudaDeviceProp p;
@@ -408,6 +411,7 @@ gs_status gs_cuda_get_properties(int index, gs_cuda_props *out) {
 
 const gs_backend gs_backend_cuda = {
   .name = "cuda",
+  .properties = cuda_properties, /* no utilization: gshell does not link NVML */
   .alloc = cuda_alloc, .alloc_failure = cuda_alloc_failure,
   .free = cuda_free,
   .empty_cache = cuda_empty_cache,

@@ -18,10 +18,13 @@
  * Kernels are timed per device, which gives torch.cuda.smi() and
  * torch.cuda.utilization() a real utilisation figure. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "backend_cpu.h"
+#include "backend_sim.h"
 #include "gs_alloc_host.h"
 
 #define MAX_SIM 64
@@ -51,7 +54,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-size_t gs_sim_round(size_t n) { return (n + SIM_BLOCK - 1) / SIM_BLOCK * SIM_BLOCK; }
+static size_t sim_round(size_t n) { return (n + SIM_BLOCK - 1) / SIM_BLOCK * SIM_BLOCK; }
 
 static unsigned bin_of(size_t rounded) { return (unsigned)((rounded / SIM_BLOCK) % NBINS); }
 
@@ -70,8 +73,6 @@ static void flush_cache(int i) {
   d->cached = 0;
 }
 
-/* (Re)creates n simulated devices, each capped at `cap` bytes (0: 16 GiB).
- * Cached blocks of the old devices are released first. */
 void gs_sim_configure(int n, size_t cap) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < MAX_SIM; i++) flush_cache(i);
@@ -87,12 +88,10 @@ void gs_sim_configure(int n, size_t cap) {
 
 /* Total memory a simulated device reports: its cap, or 16 GiB. */
 static size_t sim_total(int i) { return devs[i].cap ? devs[i].cap : SIM_DEFAULT_TOTAL; }
-size_t gs_sim_cap(void) { return devs[0].cap; } /* as configured: 0 = no cap */
-size_t gs_sim_total_memory(int i) { return i >= 0 && i < MAX_SIM ? sim_total(i) : 0; }
 
 static void *sim_alloc(int i, size_t n) {
   sim_device *d = &devs[i];
-  size_t r = gs_sim_round(n);
+  size_t r = sim_round(n);
   pthread_mutex_lock(&lock);
   /* a cached block of the same rounded size? */
   cblock **pp = &d->bins[bin_of(r)];
@@ -133,7 +132,7 @@ static void sim_count_oom(int i) {
 static void sim_free(int i, void *p, size_t n) {
   if (!p) return;
   sim_device *d = &devs[i];
-  size_t r = gs_sim_round(n);
+  size_t r = sim_round(n);
   cblock *c = p;
   pthread_mutex_lock(&lock);
   c->size = r;
@@ -152,12 +151,23 @@ static void sim_empty_cache(int i) {
 }
 
 static void sim_mem_stats(int i, gs_mem_stats *s) {
+  memset(s, 0, sizeof *s);
   pthread_mutex_lock(&lock);
-  s->allocated = devs[i].allocated;
-  s->max_allocated = devs[i].peak;
-  s->reserved = devs[i].allocated + devs[i].cached;
+  const sim_device *d = &devs[i];
+  s->allocated = d->allocated;
+  s->max_allocated = d->peak;
+  s->reserved = d->allocated + d->cached;
+  s->max_reserved = d->peak_reserved;
   s->total = sim_total(i);
   s->free = s->total > s->reserved ? s->total - s->reserved : 0;
+  s->has_counters = true;
+  s->n_alloc = d->n_alloc;
+  s->n_free = d->n_free;
+  s->n_cache_hits = d->n_cache_hits;
+  s->n_alloc_retries = d->n_cache_flushes;
+  s->n_ooms = d->n_ooms;
+  s->kernels = d->kernels;
+  s->busy_ns = d->busy_ns;
   pthread_mutex_unlock(&lock);
 }
 
@@ -168,31 +178,24 @@ static void sim_reset_peak(int i) {
   pthread_mutex_unlock(&lock);
 }
 
-/* Figures beyond gs_mem_stats, for torch.cuda.memory_stats(). */
-typedef struct {
-  size_t cached, peak_reserved;
-  uint64_t n_alloc, n_free, n_cache_hits, n_cache_flushes, n_ooms, kernels, busy_ns;
-} gs_sim_extra_stats;
-
-void gs_sim_extra(int i, gs_sim_extra_stats *out) {
-  pthread_mutex_lock(&lock);
-  const sim_device *d = &devs[i];
-  out->cached = d->cached;
-  out->peak_reserved = d->peak_reserved;
-  out->n_alloc = d->n_alloc;
-  out->n_free = d->n_free;
-  out->n_cache_hits = d->n_cache_hits;
-  out->n_cache_flushes = d->n_cache_flushes;
-  out->n_ooms = d->n_ooms;
-  out->kernels = d->kernels;
-  out->busy_ns = d->busy_ns;
-  pthread_mutex_unlock(&lock);
+/* Reports compute capability 8.0 (a modern device, so feature checks
+ * pass) and one multiprocessor per host core, since it computes there. */
+static gs_status sim_properties(int i, gs_device_props *p) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "gshell simulated GPU");
+  p->total_memory = sim_total(i);
+  p->major = 8;
+  p->minor = 0;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  p->multi_processor_count = cores > 0 ? (int)cores : 1;
+  p->simulated = true;
+  return GS_OK;
 }
 
 /* Percent of wall time device i spent in kernels since the previous call
  * (or since the devices were configured), as nvidia-smi's GPU-Util is the
  * busy share of its last sampling period. */
-int gs_sim_utilization(int i) {
+static int sim_utilization(int i) {
   pthread_mutex_lock(&lock);
   sim_device *d = &devs[i];
   uint64_t t = now_ns(), busy = d->busy_ns - d->util_busy, wall = t - d->util_at;
@@ -250,17 +253,25 @@ static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, c
   TIMED(out, gs_cpu_index_select(out, x, dim, idx));
 }
 
-/* The copy slot stays the CPU's own function, untimed: that is how
- * gs_tensor_host_addressable() knows a simulated device's memory is host
- * memory, so copies between memories go element by element with no
- * staging buffer (which would distort the memory figures). */
-const gs_backend gs_backend_sim = {
-  .name = "sim",
-  .alloc = sim_alloc, .free = sim_free, .count_oom = sim_count_oom, .empty_cache = sim_empty_cache,
-  .mem_stats = sim_mem_stats, .reset_peak = sim_reset_peak,
-  .memcpy_h2d = sim_h2d, .memcpy_d2h = sim_d2h, .memcpy_d2d = sim_d2d,
-  .synchronize = sim_sync,
-  .copy = gs_cpu_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary,
-  .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,
-  .arange = sim_arange, .random = sim_random, .index_select = sim_index_select,
-};
+/* Copies within a device are kernels like the others (timed). Copies
+ * between a simulated device and the cpu never reach this table's memcpy
+ * slots: host_memory makes them element-by-element CPU copies, so they
+ * need no staging buffer (which would distort the memory figures). */
+static gs_status sim_copy(gs_tensor *dst, const gs_tensor *src) { TIMED(dst, gs_cpu_copy(dst, src)); }
+
+#define SIM_SLOTS                                                            \
+  .properties = sim_properties, .utilization = sim_utilization,              \
+  .alloc = sim_alloc, .free = sim_free, .count_oom = sim_count_oom,          \
+  .empty_cache = sim_empty_cache,                                            \
+  .mem_stats = sim_mem_stats, .reset_peak = sim_reset_peak,                  \
+  .memcpy_h2d = sim_h2d, .memcpy_d2h = sim_d2h, .memcpy_d2d = sim_d2d,       \
+  .synchronize = sim_sync,                                                   \
+  .copy = sim_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary, \
+  .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \
+  .arange = sim_arange, .random = sim_random, .index_select = sim_index_select
+
+const gs_backend gs_backend_sim = {.name = "sim", .host_memory = true, SIM_SLOTS};
+/* The same devices as a real GPU's memory looks to the engine: copies
+ * to and from them go through the memcpy slots (and staging where a real
+ * GPU needs it), so specs exercise that path on any machine. */
+const gs_backend gs_backend_sim_staged = {.name = "sim", .host_memory = false, SIM_SLOTS};

@@ -32,12 +32,35 @@ typedef enum { GS_RAND_UNIFORM, GS_RAND_NORMAL, GS_RAND_INT } gs_random_kind;
  * [lo, hi) with lo < hi, exact over all of int64 (gs_philox_randint). */
 typedef struct { gs_random_kind kind; double a, b; int64_t lo, hi; } gs_random_spec;
 
+/* A device's memory figures (PyTorch's names: reserved = allocated +
+ * cached, the max_ fields are peaks since reset_peak). A backend whose
+ * allocator also counts events sets has_counters and the fields after it
+ * (the rest of torch.cuda.memory_stats()). */
 typedef struct {
-  size_t allocated, max_allocated, reserved, total, free;
+  size_t allocated, max_allocated, reserved, max_reserved, total, free;
+  bool has_counters;
+  uint64_t n_alloc, n_free, n_cache_hits, n_alloc_retries, n_ooms, kernels, busy_ns;
 } gs_mem_stats;
+
+/* torch.cuda.get_device_properties(i). */
+typedef struct {
+  char name[256];
+  size_t total_memory;
+  int major, minor, multi_processor_count;
+  bool simulated;
+} gs_device_props;
 
 typedef struct gs_backend {
   const char *name; /* "cpu", "sim", "cuda" */
+  /* The device's memory is host memory (cpu, sim): the CPU kernels read
+   * and write it, so copies between two such memories run gs_cpu_copy
+   * directly, without the memcpy slots or staging buffers. */
+  bool host_memory;
+  /* optional (NULL on the cpu): name, memory size, compute capability */
+  gs_status (*properties)(int index, gs_device_props *out);
+  /* optional: percent of wall time the device ran kernels since the
+   * previous call; NULL when the backend cannot tell */
+  int (*utilization)(int index);
 
   /* memory: alloc returns NULL when it cannot allocate (no message) */
   void *(*alloc)(int index, size_t nbytes);

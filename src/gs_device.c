@@ -4,26 +4,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "backend_sim.h"
 #include "gs_backend.h"
 #include "gs_device.h"
-
-extern const gs_backend gs_backend_sim;
 #ifdef GS_HAVE_CUDA
-extern const gs_backend gs_backend_cuda;
-int gs_cuda_real_device_count(void); /* backend_cuda.c: lazy, 0 without a driver */
+#include "backend_cuda.h"
 #endif
 
 static int sim_count = 0;
+static size_t sim_cap = 0;
+static bool sim_staged = false;
 static int current_cuda = 0;
 
 void gs_devices_init(int sim_gpus, size_t sim_mem) {
-  void gs_sim_configure(int n, size_t cap);
   sim_count = sim_gpus > 0 ? sim_gpus : 0;
+  sim_cap = sim_mem;
+  sim_staged = false;
   gs_sim_configure(sim_count, sim_mem);
   current_cuda = 0;
 }
 
 bool gs_cuda_is_simulated(void) { return sim_count > 0; }
+size_t gs_devices_sim_mem(void) { return sim_cap; }
+void gs_devices_set_sim_staged(bool on) { sim_staged = on; }
+
+const char *gs_cuda_unavailable(void) {
+#ifdef GS_HAVE_CUDA
+  if (gs_cuda_real_device_count() > 0) return NULL;
+  const char *why = gs_cuda_unavailable_reason();
+  return why && *why ? why : "no CUDA device was found";
+#else
+  return "this gshell was built without CUDA (nvcc was not found, or CUDA=0)";
+#endif
+}
 
 int gs_cuda_device_count(void) {
   if (sim_count > 0) return sim_count;
@@ -117,7 +130,7 @@ void gs_device_name(gs_device d, char *buf, size_t n) {
 
 const gs_backend *gs_device_backend(gs_device d) {
   if (d.type == GS_CPU) return &gs_backend_cpu;
-  if (sim_count > 0) return &gs_backend_sim;
+  if (sim_count > 0) return sim_staged ? &gs_backend_sim_staged : &gs_backend_sim;
 #ifdef GS_HAVE_CUDA
   return &gs_backend_cuda;
 #else

@@ -21,6 +21,15 @@ struct gs_backend;
 void gs_devices_init(int sim_gpus, size_t sim_mem);
 int gs_cuda_device_count(void);
 bool gs_cuda_is_simulated(void);
+/* The cap each simulated device was given (0: none), for re-configuring. */
+size_t gs_devices_sim_mem(void);
+/* on: simulated devices' memory is treated as a real GPU's, not as host
+ * memory (copies through memcpy slots and staging), until the next
+ * gs_devices_init. Only for specs and measurements of that path. */
+void gs_devices_set_sim_staged(bool on);
+/* Why no real CUDA device is usable (no driver, a driver too old, a build
+ * without CUDA), or NULL when there is one. */
+const char *gs_cuda_unavailable(void);
 int gs_cuda_current_device(void);
 gs_status gs_cuda_set_device(int index);
 
@@ -30,6 +39,9 @@ bool gs_device_equal(gs_device a, gs_device b);
 gs_status gs_device_resolve(gs_device in, gs_device *out);
 /* Parses "cpu", "cuda", "cuda:1"; clear error naming what exists otherwise. */
 gs_status gs_device_parse(const char *s, gs_device *out);
+/* "available: cpu and 2 simulated GPUs, cuda:0 and cuda:1": what this
+ * session has, for error messages (writes at most n bytes). */
+void gs_devices_describe(char *buf, size_t n);
 /* "cpu", "cuda:1" (writes at most n bytes). */
 void gs_device_name(gs_device d, char *buf, size_t n);
 const struct gs_backend *gs_device_backend(gs_device d);

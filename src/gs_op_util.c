@@ -143,9 +143,13 @@ gs_status gs_cast(const gs_tensor *x, gs_dtype dt, gs_tensor **out) {
 
 static void count(gs_transfer_count *c, uint64_t bytes) { c->count++; c->bytes += bytes; }
 
-/* Copies between two different devices. Host-addressable memories (cpu
- * and simulated GPUs) copy element by element directly; a real GPU gets a
- * contiguous staging copy moved with the backend's memcpy.
+/* Copies between two different devices. Host memories (the cpu and
+ * simulated GPUs: the backend's host_memory flag) copy element by element
+ * directly. Otherwise raw bytes move with the backends' memcpy slots from
+ * a contiguous source (the source itself when it is contiguous) straight
+ * into the destination when it is contiguous with the source's dtype;
+ * only a dtype change or a strided destination goes through a staging
+ * tensor on the destination's device, then the device's copy kernel.
  * Every such copy counts as exactly one transfer (torch.cuda.transfers()):
  * h2d when the source is the cpu, d2h when the destination is, d2d
  * between two GPUs (even when it bounces through the host), with the
@@ -158,6 +162,22 @@ static gs_status copy_same_device(gs_tensor *dst, const gs_tensor *src) {
   return be->copy(dst, src);
 }
 
+/* n raw bytes from one device's memory to another's. */
+static gs_status move_bytes(gs_device dd, void *to, gs_device sd, const void *from, size_t n) {
+  const gs_backend *sb = gs_device_backend(sd), *db = gs_device_backend(dd);
+  if (sd.type == GS_CPU) return db->memcpy_h2d(dd.index, to, from, n);
+  if (dd.type == GS_CPU) return sb->memcpy_d2h(sd.index, to, from, n);
+  if (sb == db && db->memcpy_d2d) return db->memcpy_d2d(dd.index, to, sd.index, from, n);
+  /* through the host */
+  gs_tensor *h;
+  int64_t len = (int64_t)n;
+  GS_TRY(gs_tensor_empty(gs_cpu(), GS_UINT8, 1, &len, &h));
+  gs_status st = sb->memcpy_d2h(sd.index, gs_tensor_ptr(h), from, n);
+  if (st == GS_OK) st = db->memcpy_h2d(dd.index, to, gs_tensor_ptr(h), n);
+  gs_tensor_release(h);
+  return st;
+}
+
 static gs_status copy_across(gs_tensor *dst, const gs_tensor *src) {
   gs_device dd = gs_tensor_device(dst), sd = gs_tensor_device(src);
   uint64_t bytes = (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype);
@@ -167,26 +187,14 @@ static gs_status copy_across(gs_tensor *dst, const gs_tensor *src) {
     count(c, bytes);
     return GS_OK;
   }
-  /* staging: src contiguous on its device, then raw bytes to dst's device */
+  bool direct = dst->dtype == src->dtype && gs_is_contiguous(dst);
   gs_tensor *s0 = NULL, *stage = NULL;
   gs_status st = gs_contiguous(src, &s0);
-  if (st == GS_OK) st = gs_tensor_empty(dd, src->dtype, src->ndim, src->shape, &stage);
-  if (st == GS_OK && bytes > 0) {
-    const gs_backend *sb = gs_device_backend(sd), *db = gs_device_backend(dd);
-    void *to = gs_tensor_ptr(stage), *from = gs_tensor_ptr(s0);
-    if (sd.type == GS_CPU) st = db->memcpy_h2d(dd.index, to, from, bytes);
-    else if (dd.type == GS_CPU) st = sb->memcpy_d2h(sd.index, to, from, bytes);
-    else if (sb == db && db->memcpy_d2d) st = db->memcpy_d2d(dd.index, to, sd.index, from, bytes);
-    else { /* through the host */
-      gs_tensor *h = NULL;
-      st = gs_tensor_empty(gs_cpu(), src->dtype, src->ndim, src->shape, &h);
-      if (st == GS_OK) st = sb->memcpy_d2h(sd.index, gs_tensor_ptr(h), from, bytes);
-      if (st == GS_OK) st = db->memcpy_h2d(dd.index, to, gs_tensor_ptr(h), bytes);
-      gs_tensor_release(h);
-    }
-  }
+  if (st == GS_OK && !direct) st = gs_tensor_empty(dd, src->dtype, src->ndim, src->shape, &stage);
+  gs_tensor *to = direct ? dst : stage;
+  if (st == GS_OK && bytes > 0) st = move_bytes(dd, gs_tensor_ptr(to), sd, gs_tensor_ptr(s0), bytes);
   if (st == GS_OK) count(c, bytes);
-  if (st == GS_OK) st = gs_device_backend(dd)->copy(dst, stage);
+  if (st == GS_OK && !direct) st = gs_device_backend(dd)->copy(dst, stage);
   gs_tensor_release(s0);
   gs_tensor_release(stage);
   return st;

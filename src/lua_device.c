@@ -1,42 +1,24 @@
 /* lua_device.c: torch.cuda.* and the default device. Everything here is
- * backend-neutral: memory figures come from the backend's mem_stats slot,
- * device properties from the simulator or (GS_HAVE_CUDA) from
- * gs_cuda_get_properties in backend_cuda.c. The Lua half (smi, device
- * scopes, torch.cuda.device) is lua/torch/devices.lua. */
+ * backend-neutral: memory figures, properties and utilisation come from
+ * the device's gs_backend table (mem_stats, properties, utilization
+ * slots). The Lua half (smi, device scopes, torch.cuda.device) is
+ * lua/torch/devices.lua. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "lua_gs.h"
-
-void gs_devices_describe(char *buf, size_t n);  /* gs_device.c: "available: cpu and 2 ..." */
-size_t gs_sim_total_memory(int i);              /* backend_sim.c */
-size_t gs_sim_cap(void);
-int gs_sim_utilization(int i);
-typedef struct {
-  size_t cached, peak_reserved;
-  uint64_t n_alloc, n_free, n_cache_hits, n_cache_flushes, n_ooms, kernels, busy_ns;
-} gs_sim_extra_stats;
-void gs_sim_extra(int i, gs_sim_extra_stats *out);
 #include "gs_dlopen.h"
-#ifdef GS_HAVE_CUDA
-#include "backend_cuda.h" /* gs_cuda_get_properties for real devices */
-#endif
 
 static int c_is_available(lua_State *L) { lua_pushboolean(L, gs_cuda_device_count() > 0); return 1; }
 static int c_device_count(lua_State *L) { lua_pushinteger(L, gs_cuda_device_count()); return 1; }
 static int c_is_simulated(lua_State *L) { lua_pushboolean(L, gs_cuda_is_simulated()); return 1; }
 
-/* Why no real CUDA device is usable (no driver, driver too old, a build
- * without CUDA), or nil when there is one. */
+/* Why no real CUDA device is usable, or nil when there is one. */
 static int c_unavailable_reason(lua_State *L) {
-#ifdef GS_HAVE_CUDA
-  if (gs_cuda_real_device_count() > 0) { lua_pushnil(L); return 1; }
-  const char *why = gs_cuda_unavailable_reason();
-  lua_pushstring(L, why && *why ? why : "no CUDA device was found");
-#else
-  lua_pushliteral(L, "this gshell was built without CUDA (nvcc was not found, or CUDA=0)");
-#endif
+  const char *why = gs_cuda_unavailable();
+  if (why) lua_pushstring(L, why);
+  else lua_pushnil(L);
   return 1;
 }
 
@@ -99,41 +81,15 @@ static int c_set_device(lua_State *L) {
 
 /* ---- properties ---- */
 
-typedef struct {
-  char name[256];
-  size_t total;
-  int major, minor, sms;
-  bool simulated;
-} dev_props;
-
-static void get_props(lua_State *L, int index, dev_props *p) {
-  memset(p, 0, sizeof *p);
-  if (gs_cuda_is_simulated()) {
-    snprintf(p->name, sizeof p->name, "gshell simulated GPU");
-    p->total = gs_sim_total_memory(index);
-    p->major = 8; /* reports compute capability 8.0: a modern device, so feature checks pass */
-    p->minor = 0;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* it computes on the host's cores */
-    p->sms = cores > 0 ? (int)cores : 1;
-    p->simulated = true;
-    return;
-  }
-#ifdef GS_HAVE_CUDA
-  gs_cuda_props cp;
-  gsL_check(L, gs_cuda_get_properties(index, &cp));
-  snprintf(p->name, sizeof p->name, "%s", cp.name);
-  p->total = cp.total_memory;
-  p->major = cp.major;
-  p->minor = cp.minor;
-  p->sms = cp.multi_processor_count;
-#else
-  luaL_error(L, "cuda:%d: this build has no CUDA support", index);
-#endif
+static void get_props(lua_State *L, gs_device d, gs_device_props *p) {
+  const gs_backend *be = gs_device_backend(d);
+  if (!be || !be->properties) luaL_error(L, "cuda:%d: its backend reports no properties", d.index);
+  gsL_check(L, be->properties(d.index, p));
 }
 
 static int c_get_device_name(lua_State *L) {
-  dev_props p;
-  get_props(L, cuda_arg(L, 1, "get_device_name").index, &p);
+  gs_device_props p;
+  get_props(L, cuda_arg(L, 1, "get_device_name"), &p);
   lua_pushstring(L, p.name);
   return 1;
 }
@@ -156,14 +112,14 @@ static int props_tostring(lua_State *L) {
 
 static int c_get_device_properties(lua_State *L) {
   gs_device d = cuda_arg(L, 1, "get_device_properties");
-  dev_props p;
-  get_props(L, d.index, &p);
+  gs_device_props p;
+  get_props(L, d, &p);
   lua_createtable(L, 0, 7);
   lua_pushstring(L, p.name); lua_setfield(L, -2, "name");
-  lua_pushinteger(L, (lua_Integer)p.total); lua_setfield(L, -2, "total_memory");
+  lua_pushinteger(L, (lua_Integer)p.total_memory); lua_setfield(L, -2, "total_memory");
   lua_pushinteger(L, p.major); lua_setfield(L, -2, "major");
   lua_pushinteger(L, p.minor); lua_setfield(L, -2, "minor");
-  lua_pushinteger(L, p.sms); lua_setfield(L, -2, "multi_processor_count");
+  lua_pushinteger(L, p.multi_processor_count); lua_setfield(L, -2, "multi_processor_count");
   lua_pushboolean(L, p.simulated); lua_setfield(L, -2, "simulated");
   lua_pushinteger(L, d.index); lua_setfield(L, -2, "index");
   if (luaL_newmetatable(L, "torch.cuda.DeviceProperties")) {
@@ -175,18 +131,19 @@ static int c_get_device_properties(lua_State *L) {
 }
 
 static int c_get_device_capability(lua_State *L) {
-  dev_props p;
-  get_props(L, cuda_arg(L, 1, "get_device_capability").index, &p);
+  gs_device_props p;
+  get_props(L, cuda_arg(L, 1, "get_device_capability"), &p);
   lua_pushinteger(L, p.major);
   lua_pushinteger(L, p.minor);
   return 2;
 }
 
 /* Percent of time the device ran kernels since the last reading; nil when
- * unknown (real devices: gshell does not link NVML). */
+ * the backend cannot tell (real devices: gshell does not link NVML). */
 static int c_utilization(lua_State *L) {
   gs_device d = cuda_arg(L, 1, "utilization");
-  if (gs_cuda_is_simulated()) lua_pushinteger(L, gs_sim_utilization(d.index));
+  const gs_backend *be = gs_device_backend(d);
+  if (be && be->utilization) lua_pushinteger(L, be->utilization(d.index));
   else lua_pushnil(L);
   return 1;
 }
@@ -216,7 +173,8 @@ static gs_device stats(lua_State *L, int idx, gs_mem_stats *s, const char *fn) {
   return d;
 }
 
-/* memory_allocated, max_memory_allocated, memory_reserved: one field of
+/* memory_allocated, max_memory_allocated, memory_reserved,
+ * max_memory_reserved: one field of
  * gs_mem_stats each (upvalues: the field's offset and the function name) */
 static int c_mem_field(lua_State *L) {
   gs_mem_stats s;
@@ -224,18 +182,6 @@ static int c_mem_field(lua_State *L) {
   size_t v;
   memcpy(&v, (const char *)&s + lua_tointeger(L, lua_upvalueindex(1)), sizeof v);
   lua_pushinteger(L, (lua_Integer)v);
-  return 1;
-}
-static int c_max_memory_reserved(lua_State *L) {
-  gs_mem_stats s;
-  gs_device d = stats(L, 1, &s, "max_memory_reserved");
-  if (gs_cuda_is_simulated()) {
-    gs_sim_extra_stats x;
-    gs_sim_extra(d.index, &x);
-    lua_pushinteger(L, (lua_Integer)x.peak_reserved);
-  } else {
-    lua_pushinteger(L, (lua_Integer)s.reserved);
-  }
   return 1;
 }
 /* (free, total) as two values: free = total - reserved */
@@ -270,24 +216,22 @@ static void set_int(lua_State *L, const char *k, uint64_t v) {
 /* A subset of PyTorch's memory_stats() dictionary, same key names. */
 static int c_memory_stats(lua_State *L) {
   gs_mem_stats s;
-  gs_device d = stats(L, 1, &s, "memory_stats");
+  stats(L, 1, &s, "memory_stats");
   lua_newtable(L);
   set_int(L, "allocated_bytes.all.current", s.allocated);
   set_int(L, "allocated_bytes.all.peak", s.max_allocated);
   set_int(L, "reserved_bytes.all.current", s.reserved);
-  if (gs_cuda_is_simulated()) {
-    gs_sim_extra_stats x;
-    gs_sim_extra(d.index, &x);
-    set_int(L, "reserved_bytes.all.peak", x.peak_reserved);
-    set_int(L, "inactive_split_bytes.all.current", x.cached);
-    set_int(L, "allocation.all.allocated", x.n_alloc);
-    set_int(L, "allocation.all.freed", x.n_free);
-    set_int(L, "allocation.all.current", x.n_alloc - x.n_free);
-    set_int(L, "num_cache_hits", x.n_cache_hits);
-    set_int(L, "num_alloc_retries", x.n_cache_flushes);
-    set_int(L, "num_ooms", x.n_ooms);
-    set_int(L, "num_kernels", x.kernels);
-    lua_pushnumber(L, (double)x.busy_ns * 1e-9);
+  set_int(L, "reserved_bytes.all.peak", s.max_reserved);
+  if (s.has_counters) {
+    set_int(L, "inactive_split_bytes.all.current", s.reserved - s.allocated);
+    set_int(L, "allocation.all.allocated", s.n_alloc);
+    set_int(L, "allocation.all.freed", s.n_free);
+    set_int(L, "allocation.all.current", s.n_alloc - s.n_free);
+    set_int(L, "num_cache_hits", s.n_cache_hits);
+    set_int(L, "num_alloc_retries", s.n_alloc_retries);
+    set_int(L, "num_ooms", s.n_ooms);
+    set_int(L, "num_kernels", s.kernels);
+    lua_pushnumber(L, (double)s.busy_ns * 1e-9);
     lua_setfield(L, -2, "kernel_seconds");
   }
   return 1;
@@ -342,11 +286,13 @@ static int l_set_log_device_placement(lua_State *L) { gs_log_placement = lua_tob
 static int l_get_log_device_placement(lua_State *L) { lua_pushboolean(L, gs_log_placement); return 1; }
 
 /* Internal, for specs: (re)configure simulated GPUs -- n devices capped at
- * cap bytes each (0: 16 GiB) -- only while no tensor lives on one. Returns
- * the previous configuration (n, cap) so a spec can restore it. */
+ * cap bytes each (0: 16 GiB); `staged` true copies to and from them as to
+ * a real GPU (gs_devices_set_sim_staged) -- only while no tensor lives on
+ * one. Returns the previous configuration (n, cap) so a spec can restore it. */
 static int l_sim_configure(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   lua_Integer cap = luaL_optinteger(L, 2, 0);
+  bool staged = lua_toboolean(L, 3);
   if (n < 0 || n > 64) return luaL_error(L, "simulated GPUs: expected 0 to 64, got %d", (int)n);
   if (cap < 0) return luaL_error(L, "simulated GPUs: the memory cap must be >= 0 bytes, got %I", cap);
   lua_gc(L, LUA_GCCOLLECT);
@@ -360,8 +306,9 @@ static int l_sim_configure(lua_State *L) {
       return luaL_error(L, "cannot change simulated GPUs while tensors live on cuda:%d (%I bytes)", i,
                         (lua_Integer)s.allocated);
   }
-  size_t old_cap = gs_sim_cap();
+  size_t old_cap = gs_devices_sim_mem();
   gs_devices_init((int)n, (size_t)cap);
+  gs_devices_set_sim_staged(staged);
   gsL_set_default_device(gs_cpu());
   lua_pushinteger(L, old_n);
   lua_pushinteger(L, (lua_Integer)old_cap);
@@ -375,7 +322,6 @@ void gsL_open_device(lua_State *L) {
     {"current_device", c_current_device}, {"set_device", c_set_device}, {"synchronize", c_synchronize},
     {"get_device_name", c_get_device_name}, {"get_device_properties", c_get_device_properties},
     {"get_device_capability", c_get_device_capability}, {"utilization", c_utilization},
-    {"max_memory_reserved", c_max_memory_reserved},
     {"mem_get_info", c_mem_get_info}, {"memory_stats", c_memory_stats},
     {"reset_peak_memory_stats", c_reset_peak}, {"empty_cache", c_empty_cache},
     {"transfers", c_transfers}, {"reset_transfers", c_reset_transfers}, {"_getpid", c_getpid},
@@ -385,7 +331,8 @@ void gsL_open_device(lua_State *L) {
   static const struct { const char *name; size_t offset; } fields[] = {
     {"memory_allocated", offsetof(gs_mem_stats, allocated)},
     {"max_memory_allocated", offsetof(gs_mem_stats, max_allocated)},
-    {"memory_reserved", offsetof(gs_mem_stats, reserved)}};
+    {"memory_reserved", offsetof(gs_mem_stats, reserved)},
+    {"max_memory_reserved", offsetof(gs_mem_stats, max_reserved)}};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
     lua_pushinteger(L, (lua_Integer)fields[i].offset);
     lua_pushstring(L, fields[i].name);
