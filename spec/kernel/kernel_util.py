@@ -2,7 +2,9 @@
 test into a private Jupyter path, start kernels as Jupyter does, and write
 results as a Lua table that spec/kernel_spec.lua reads (the assertions are
 busted's)."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,6 +14,7 @@ def install_kernelspec(gshell, sim_gpus="2"):
     """Runs `gshell --install-kernel --prefix TMP` (with GSHELL_SIM_GPUS set,
     so the spec's env carries it) and points JUPYTER_PATH there."""
     prefix = tempfile.mkdtemp(prefix="gshell-kernelspec-")
+    atexit.register(shutil.rmtree, prefix, True)
     env = dict(os.environ, GSHELL_SIM_GPUS=sim_gpus)
     out = subprocess.run([gshell, "--install-kernel", "--prefix", prefix], env=env,
                          capture_output=True, text=True, check=True)
