@@ -80,13 +80,32 @@ static void on_sigint(int sig) {
                 LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
 
-/* Message handler: the error as a string, with a traceback. */
+/* The message with the location of the user's line rather than a library
+ * file's (gshell.hints.locate), or msg itself when that is not possible. */
+static const char *user_located(lua_State *L, const char *msg) {
+  if (lua_getglobal(L, "require") != LUA_TFUNCTION) { lua_pop(L, 1); return msg; }
+  lua_pushliteral(L, "gshell.hints");
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_getfield(L, -1, "locate") != LUA_TFUNCTION) {
+    lua_pop(L, 2);
+    return msg;
+  }
+  lua_remove(L, -2);
+  lua_pushstring(L, msg);
+  lua_pushinteger(L, 1); /* locate's caller is this handler: the error's frames are above it */
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK || !lua_isstring(L, -1)) { lua_pop(L, 1); return msg; }
+  return lua_tostring(L, -1); /* stays on the stack until the handler returns */
+}
+
+/* Message handler: the error as a string, naming the user's line, with a
+ * traceback. */
 static int msgh(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
     if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
       return 1;
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  } else {
+    msg = user_located(L, msg);
   }
   luaL_traceback(L, L, msg, 1);
   return 1;
