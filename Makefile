@@ -22,7 +22,7 @@ LUA_INC := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include
 
 # The flags the build needs; the user's CFLAGS come after them.
 GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unused-parameter \
-             -Wshadow -Wstrict-prototypes $(LUA_INC) -Isrc
+             -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(LUA_INC) -Isrc
 # No fused multiply-adds the source did not ask for: on CPUs with FMA
 # (arm64, x86 with -march) contraction would change the random numbers'
 # float arithmetic, which must match the GPU kernels' step-by-step rounding.

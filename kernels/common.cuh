@@ -35,10 +35,10 @@ static inline gs_status gs_stream_of(const gs_tensor *t, cudaStream_t *st) {
 
 /* ---- strided iteration ----
  * Up to GS_EW_MAX_OPS same-shaped operands (inputs may carry stride 0
- * where broadcast). Dims are coalesced on the host as cpu_iter.c does:
- * size-1 dims dropped, neighbours merged where every operand allows, and
- * stored innermost first with strides in elements. A contiguous tensor
- * becomes one dim of stride 1. */
+ * where broadcast). Dims are coalesced on the host by gs_merge_dims, as
+ * for cpu_iter.c: size-1 dims dropped, neighbours merged where every
+ * operand allows, and stored innermost first with strides in elements.
+ * A contiguous tensor becomes one dim of stride 1. */
 #define GS_EW_MAX_OPS 3
 
 struct gs_ew_desc {
@@ -48,24 +48,11 @@ struct gs_ew_desc {
 };
 
 static inline void gs_ew_build(gs_ew_desc *d, int nops, const gs_tensor *const *ops) {
-  const gs_tensor *o = ops[0];
   d->nops = nops;
-  d->ndim = 0;
   for (int k = 0; k < GS_EW_MAX_OPS; k++)
     for (int i = 0; i < GS_MAX_DIMS; i++) d->stride[k][i] = 0;
   for (int i = 0; i < GS_MAX_DIMS; i++) d->shape[i] = 1;
-  for (int dim = o->ndim - 1; dim >= 0; dim--) {
-    if (o->shape[dim] == 1) continue;
-    int n = d->ndim;
-    bool merge = n > 0;
-    for (int k = 0; k < nops && merge; k++)
-      merge = ops[k]->stride[dim] == d->stride[k][n - 1] * d->shape[n - 1];
-    if (merge) { d->shape[n - 1] *= o->shape[dim]; continue; }
-    d->shape[n] = o->shape[dim];
-    for (int k = 0; k < nops; k++) d->stride[k][n] = ops[k]->stride[dim];
-    d->ndim++;
-  }
-  if (d->ndim == 0) d->ndim = 1; /* one element: shape 1, strides 0 */
+  d->ndim = gs_merge_dims(nops, ops, d->shape, d->stride);
 }
 
 /* True when operand k walks memory densely (one dim of stride 1). */

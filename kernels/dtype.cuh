@@ -7,6 +7,7 @@
 #define GS_DTYPE_CUH
 
 #include "common.cuh"
+#include "gs_dtype_hd.h"
 #include "gs_elemmath.h"
 
 /* the conversions are shared with the C engine (gs_elemmath.h) */
@@ -56,28 +57,9 @@ __device__ __forceinline__ void gs_d_store(int dt, char *p, gs_val v) {
   }
 }
 
-/* gs_store_f64 / gs_store_i64 (gs_dtype.c), used by arange. */
-__device__ __forceinline__ void gs_d_store_f64(int dt, char *p, double v) {
-  switch (dt) {
-  case GS_FLOAT32: *(float *)p = (float)v; break;
-  case GS_FLOAT64: *(double *)p = v; break;
-  case GS_FLOAT16: *(uint16_t *)p = gs_d_float_to_half((float)v); break;
-  case GS_BFLOAT16: *(uint16_t *)p = gs_d_float_to_bf16((float)v); break;
-  case GS_BOOL: *(uint8_t *)p = v != 0; break;
-  default: {
-    gs_val iv = {true, 0.0, gs_d_f64_to_i64(v)};
-    gs_d_store(dt, p, iv);
-  }
-  }
-}
-
-__device__ __forceinline__ void gs_d_store_i64(int dt, char *p, int64_t v) {
-  if (dt == GS_INT64 || dt == GS_INT32 || dt == GS_INT16 || dt == GS_INT8 || dt == GS_UINT8 || dt == GS_BOOL) {
-    gs_val iv = {true, 0.0, v};
-    gs_d_store(dt, p, iv);
-  } else {
-    gs_d_store_f64(dt, p, (double)v);
-  }
-}
+/* gs_store_f64 / gs_store_i64 (gs_dtype.c), used by arange: the same
+ * functions (gs_dtype_hd.h). */
+__device__ __forceinline__ void gs_d_store_f64(int dt, char *p, double v) { gs_hd_store_f64(dt, p, v); }
+__device__ __forceinline__ void gs_d_store_i64(int dt, char *p, int64_t v) { gs_hd_store_i64(dt, p, v); }
 
 #endif

@@ -11,31 +11,14 @@ typedef struct {
   char *base[GS_ITER_MAX_OPS];
 } iter;
 
-/* Drops size-1 dims and merges neighbours that are contiguous in every
- * operand, innermost first. */
+/* The coalesced shape (gs_merge_dims), strides turned into bytes. */
 static void iter_build(iter *it, int nops, const gs_tensor *const *ops) {
-  const gs_tensor *o = ops[0];
   it->nops = nops;
-  it->ndim = 0;
-  for (int k = 0; k < nops; k++) it->base[k] = gs_tensor_ptr(ops[k]);
-  for (int d = o->ndim - 1; d >= 0; d--) {
-    if (o->shape[d] == 1) continue;
-    int n = it->ndim;
-    bool merge = n > 0;
-    for (int k = 0; k < nops && merge; k++) {
-      int64_t es = (int64_t)gs_dtype_size(ops[k]->dtype);
-      merge = ops[k]->stride[d] * es == it->stride[k][n - 1] * it->shape[n - 1];
-    }
-    if (merge) { it->shape[n - 1] *= o->shape[d]; continue; }
-    it->shape[n] = o->shape[d];
-    for (int k = 0; k < nops; k++)
-      it->stride[k][n] = ops[k]->stride[d] * (int64_t)gs_dtype_size(ops[k]->dtype);
-    it->ndim++;
-  }
-  if (it->ndim == 0) { /* a single element */
-    it->ndim = 1;
-    it->shape[0] = 1;
-    for (int k = 0; k < nops; k++) it->stride[k][0] = 0;
+  it->ndim = gs_merge_dims(nops, ops, it->shape, it->stride);
+  for (int k = 0; k < nops; k++) {
+    it->base[k] = gs_tensor_ptr(ops[k]);
+    int64_t es = (int64_t)gs_dtype_size(ops[k]->dtype);
+    for (int d = 0; d < it->ndim; d++) it->stride[k][d] *= es;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "gs_dtype.h"
+#include "gs_dtype_hd.h"
 #include "gs_elemmath.h"
 
 static const struct { const char *name; size_t size; } info[GS_NDTYPES] = {
@@ -65,53 +66,8 @@ float gs_bf16_to_float(uint16_t h) { return gs_bf16_bits_to_float(h); }
 uint16_t gs_float_to_bf16(float f) { return gs_float_to_bf16_bits(f); }
 int64_t gs_f64_to_i64(double v) { return gs_float_to_int64(v); }
 
-double gs_load_f64(gs_dtype t, const void *p) {
-  switch (t) {
-  case GS_FLOAT32: return *(const float *)p;
-  case GS_FLOAT64: return *(const double *)p;
-  case GS_FLOAT16: return gs_half_to_float(*(const uint16_t *)p);
-  case GS_BFLOAT16: return gs_bf16_to_float(*(const uint16_t *)p);
-  case GS_INT64: return (double)*(const int64_t *)p;
-  case GS_INT32: return *(const int32_t *)p;
-  case GS_INT16: return *(const int16_t *)p;
-  case GS_INT8: return *(const int8_t *)p;
-  case GS_UINT8: return *(const uint8_t *)p;
-  case GS_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
-  default: return 0;
-  }
-}
-
-int64_t gs_load_i64(gs_dtype t, const void *p) {
-  switch (t) {
-  case GS_INT64: return *(const int64_t *)p;
-  case GS_INT32: return *(const int32_t *)p;
-  case GS_INT16: return *(const int16_t *)p;
-  case GS_INT8: return *(const int8_t *)p;
-  case GS_UINT8: return *(const uint8_t *)p;
-  case GS_BOOL: return *(const uint8_t *)p ? 1 : 0;
-  default: return gs_f64_to_i64(gs_load_f64(t, p));
-  }
-}
-
-void gs_store_f64(gs_dtype t, void *p, double v) {
-  switch (t) {
-  case GS_FLOAT32: *(float *)p = (float)v; break;
-  case GS_FLOAT64: *(double *)p = v; break;
-  case GS_FLOAT16: *(uint16_t *)p = gs_float_to_half((float)v); break;
-  case GS_BFLOAT16: *(uint16_t *)p = gs_float_to_bf16((float)v); break;
-  case GS_BOOL: *(uint8_t *)p = v != 0; break;
-  default: gs_store_i64(t, p, gs_f64_to_i64(v)); break;
-  }
-}
-
-void gs_store_i64(gs_dtype t, void *p, int64_t v) {
-  switch (t) {
-  case GS_INT64: *(int64_t *)p = v; break;
-  case GS_INT32: *(int32_t *)p = (int32_t)v; break;
-  case GS_INT16: *(int16_t *)p = (int16_t)v; break;
-  case GS_INT8: *(int8_t *)p = (int8_t)v; break;
-  case GS_UINT8: *(uint8_t *)p = (uint8_t)v; break;
-  case GS_BOOL: *(uint8_t *)p = v != 0; break;
-  default: gs_store_f64(t, p, (double)v); break;
-  }
-}
+/* The element rules are shared with the CUDA kernels (gs_dtype_hd.h). */
+double gs_load_f64(gs_dtype t, const void *p) { return gs_hd_load_f64(t, p); }
+int64_t gs_load_i64(gs_dtype t, const void *p) { return gs_hd_load_i64(t, p); }
+void gs_store_f64(gs_dtype t, void *p, double v) { gs_hd_store_f64(t, p, v); }
+void gs_store_i64(gs_dtype t, void *p, int64_t v) { gs_hd_store_i64(t, p, v); }

@@ -17,47 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gs_autograd.h"
 #include "gs_ops.h"
-
-/* Defined in gs_autograd.c: PyTorch's class name of a graph node. */
-extern const char *gs_grad_fn_name(const struct gs_node *n);
+#include "gs_strbuf.h"
 
 enum { PRECISION = 4, THRESHOLD = 1000, EDGEITEMS = 3, LINEWIDTH = 80 };
-
-/* ---- a growable string; after a failed allocation it only records it ---- */
-
-typedef struct {
-  char *s;
-  size_t len, cap;
-  bool oom;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->s, cap);
-    if (!p) { b->oom = true; return; }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->len, s, n);
-  b->len += n;
-  b->s[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-
-static void sb_repeat(sbuf *b, char c, int64_t n) {
-  char chunk[64];
-  memset(chunk, c, sizeof chunk);
-  while (n > 0) {
-    size_t k = n > (int64_t)sizeof chunk ? sizeof chunk : (size_t)n;
-    sb_putn(b, chunk, k);
-    n -= (int64_t)k;
-  }
-}
 
 /* ---- the printer: the elements (by offset from base) and their format ---- */
 
@@ -172,69 +136,69 @@ static void setup_formatter(printer *p) {
   visit(p, 0, 0, width_elem);
 }
 
-static void put_elem(printer *p, sbuf *b, int64_t lin) {
+static void put_elem(printer *p, gs_strbuf *b, int64_t lin) {
   char buf[64];
   int len = format_elem(p, lin, buf, sizeof buf);
-  sb_repeat(b, ' ', p->width - len);
-  sb_putn(b, buf, (size_t)len);
+  gs_sb_repeat(b, ' ', p->width - len);
+  gs_sb_putn(b, buf, (size_t)len);
 }
 
 /* The innermost dimension: elements (and " ..." when summarised) joined by
  * ", ", as many per line as fit in LINEWIDTH - indent. */
-static void put_vector(printer *p, sbuf *b, int64_t lin, int indent) {
+static void put_vector(printer *p, gs_strbuf *b, int64_t lin, int indent) {
   int64_t n = p->shape[p->ndim - 1], cnt = shown_count(p, n);
   int64_t st = p->stride[p->ndim - 1];
   int64_t per_line = (LINEWIDTH - indent) / (p->width + 2);
   if (per_line < 1) per_line = 1;
   bool dots = cnt < n;
   int64_t item = 0;
-  sb_puts(b, "[");
+  gs_sb_puts(b, "[");
   for (int64_t k = 0; k < cnt; k++) {
     for (int d = 0; d < 1 + (dots && k == EDGEITEMS); d++, item++) {
       if (item > 0) {
         if (item % per_line == 0) {
-          sb_puts(b, ",\n");
-          sb_repeat(b, ' ', indent + 1);
+          gs_sb_puts(b, ",\n");
+          gs_sb_repeat(b, ' ', indent + 1);
         } else {
-          sb_puts(b, ", ");
+          gs_sb_puts(b, ", ");
         }
       }
-      if (dots && k == EDGEITEMS && d == 0) sb_puts(b, " ...");
+      if (dots && k == EDGEITEMS && d == 0) gs_sb_puts(b, " ...");
       else put_elem(p, b, lin + shown_index(p, n, k) * st);
     }
   }
-  sb_puts(b, "]");
+  gs_sb_puts(b, "]");
 }
 
 /* Dimension dim and below, for the sub-tensor starting at element lin,
  * whose opening bracket is in column indent. */
-static void put_dims(printer *p, sbuf *b, int dim, int64_t lin, int indent) {
+static void put_dims(printer *p, gs_strbuf *b, int dim, int64_t lin, int indent) {
   if (b->oom) return;
   if (dim == p->ndim) { put_elem(p, b, lin); return; }
   if (dim == p->ndim - 1) { put_vector(p, b, lin, indent); return; }
   int64_t n = p->shape[dim], cnt = shown_count(p, n);
   int blank_lines = p->ndim - dim - 1;
-  sb_puts(b, "[");
+  gs_sb_puts(b, "[");
   for (int64_t k = 0; k < cnt; k++) {
     int parts = (cnt < n && k == EDGEITEMS) ? 2 : 1;
     for (int d = 0; d < parts; d++) {
       if (k > 0 || d > 0) {
-        sb_puts(b, ",");
-        sb_repeat(b, '\n', blank_lines);
-        sb_repeat(b, ' ', indent + 1);
+        gs_sb_puts(b, ",");
+        gs_sb_repeat(b, '\n', blank_lines);
+        gs_sb_repeat(b, ' ', indent + 1);
       }
-      if (parts == 2 && d == 0) sb_puts(b, "...");
+      if (parts == 2 && d == 0) gs_sb_puts(b, "...");
       else put_dims(p, b, dim + 1, lin + shown_index(p, n, k) * p->stride[dim], indent + 1);
     }
   }
-  sb_puts(b, "]");
+  gs_sb_puts(b, "]");
 }
 
 /* The bracketed body of a nonempty tensor; indent is the column of its
  * first bracket. CPU tensors are read in place through their strides (an
  * expanded view may be far bigger than memory); others are copied to the
  * host first. */
-static gs_status put_body(const gs_tensor *x, sbuf *b, int indent) {
+static gs_status put_body(const gs_tensor *x, gs_strbuf *b, int indent) {
   gs_tensor *h = NULL;
   if (gs_tensor_on_cpu(x)) gs_tensor_retain(h = (gs_tensor *)x);
   else GS_TRY(gs_to_host_contiguous(x, &h));
@@ -258,7 +222,7 @@ static gs_status put_body(const gs_tensor *x, sbuf *b, int indent) {
  * starts at b->s + start: on the same line while it stays within
  * LINEWIDTH (as PyTorch measures it, two more than the line's length),
  * else each on a new line under the body. Then the closing ")". */
-static void put_suffixes(sbuf *b, size_t start, char suffixes[][512], int nsuf, int indent) {
+static void put_suffixes(gs_strbuf *b, size_t start, char suffixes[][512], int nsuf, int indent) {
   if (b->oom) return;
   size_t len = b->len - start;
   int64_t last_nl = -1;
@@ -268,16 +232,16 @@ static void put_suffixes(sbuf *b, size_t start, char suffixes[][512], int nsuf, 
   for (int i = 0; i < nsuf; i++) {
     int64_t slen = (int64_t)strlen(suffixes[i]);
     if (last_line + slen + 2 > LINEWIDTH) {
-      sb_puts(b, ",\n");
-      sb_repeat(b, ' ', indent);
+      gs_sb_puts(b, ",\n");
+      gs_sb_repeat(b, ' ', indent);
       last_line = indent + slen;
     } else {
-      sb_puts(b, ", ");
+      gs_sb_puts(b, ", ");
       last_line += slen + 2;
     }
-    sb_puts(b, suffixes[i]);
+    gs_sb_puts(b, suffixes[i]);
   }
-  sb_puts(b, ")");
+  gs_sb_puts(b, ")");
 }
 
 /* Python's str(tuple(shape)): "(0,)", "(2, 0, 3)". */
@@ -325,12 +289,12 @@ gs_status gs_tensor_repr(const gs_tensor *x, char **out) {
     snprintf(suffixes[nsuf++], 512, "requires_grad=True");
   }
 
-  sbuf b = {NULL, 0, 0, false};
-  if (x->is_param) sb_puts(&b, "Parameter containing:\n");
+  gs_strbuf b = {NULL, 0, 0, false};
+  if (x->is_param) gs_sb_puts(&b, "Parameter containing:\n");
   size_t start = b.len;
-  sb_puts(&b, prefix);
+  gs_sb_puts(&b, prefix);
   if (numel == 0) {
-    sb_puts(&b, "[]");
+    gs_sb_puts(&b, "[]");
   } else {
     gs_status s = put_body(x, &b, indent);
     if (s != GS_OK) { free(b.s); return s; }

@@ -20,35 +20,19 @@
 #include "gs_ops.h"
 #include "gs_file.h"
 #include "gs_safetensors.h"
-
-typedef struct { char *p; size_t n, cap; bool oom; } sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->n + n + 1) nc *= 2;
-    char *p = realloc(b->p, nc);
-    if (!p) { b->oom = true; return; }
-    b->p = p, b->cap = nc;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = '\0';
-}
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+#include "gs_strbuf.h"
 
 /* s as a JSON string literal (s is known to be valid UTF-8). */
-static void sb_json(sbuf *b, const char *s) {
-  sb_add(b, "\"", 1);
+static void sb_json(gs_strbuf *b, const char *s) {
+  gs_sb_putn(b, "\"", 1);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
     char esc[8];
-    if (c == '"' || c == '\\') { esc[0] = '\\'; esc[1] = (char)c; sb_add(b, esc, 2); }
-    else if (c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", c); sb_add(b, esc, 6); }
-    else sb_add(b, s, 1);
+    if (c == '"' || c == '\\') { esc[0] = '\\'; esc[1] = (char)c; gs_sb_putn(b, esc, 2); }
+    else if (c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", c); gs_sb_putn(b, esc, 6); }
+    else gs_sb_putn(b, s, 1);
   }
-  sb_add(b, "\"", 1);
+  gs_sb_putn(b, "\"", 1);
 }
 
 static bool valid_utf8(const char *s) {
@@ -96,42 +80,42 @@ static gs_status check_names(int n, const char *const *names, const char *what) 
 /* The header JSON, padded so that 8 + its length is a multiple of 8. */
 static gs_status build_header(int n, const char *const *names, gs_tensor *const *tensors, const int *order,
                               int nmeta, const char *const *keys, const char *const *values, const int *morder,
-                              sbuf *b) {
+                              gs_strbuf *b) {
   char num[64];
-  sb_str(b, "{");
+  gs_sb_puts(b, "{");
   if (nmeta > 0) { /* keys sorted: the same objects make the same bytes */
-    sb_str(b, "\"__metadata__\":{");
+    gs_sb_puts(b, "\"__metadata__\":{");
     for (int i = 0; i < nmeta; i++) {
-      if (i) sb_str(b, ",");
+      if (i) gs_sb_puts(b, ",");
       sb_json(b, keys[morder[i]]);
-      sb_str(b, ":");
+      gs_sb_puts(b, ":");
       sb_json(b, values[morder[i]]);
     }
-    sb_str(b, "}");
+    gs_sb_puts(b, "}");
   }
   uint64_t off = 0;
   for (int k = 0; k < n; k++) {
     const gs_tensor *t = tensors[order[k]];
     uint64_t nbytes = (uint64_t)gs_numel(t) * gs_dtype_size(t->dtype);
-    if (k || nmeta > 0) sb_str(b, ",");
+    if (k || nmeta > 0) gs_sb_puts(b, ",");
     sb_json(b, names[order[k]]);
-    sb_str(b, ":{\"dtype\":\"");
-    sb_str(b, gs_st_dtype_code(t->dtype));
-    sb_str(b, "\",\"shape\":[");
+    gs_sb_puts(b, ":{\"dtype\":\"");
+    gs_sb_puts(b, gs_st_dtype_code(t->dtype));
+    gs_sb_puts(b, "\",\"shape\":[");
     for (int d = 0; d < t->ndim; d++) {
       snprintf(num, sizeof num, d ? ",%lld" : "%lld", (long long)t->shape[d]);
-      sb_str(b, num);
+      gs_sb_puts(b, num);
     }
     snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
              (unsigned long long)(off + nbytes));
-    sb_str(b, num);
+    gs_sb_puts(b, num);
     off += nbytes;
   }
-  sb_str(b, "}");
-  while ((b->n + 8) % 8) sb_str(b, " ");
+  gs_sb_puts(b, "}");
+  while ((b->len + 8) % 8) gs_sb_puts(b, " ");
   if (b->oom) return gs_error_code(GS_ERR_OOM, "out of host memory building a safetensors header");
-  if (b->n > GS_ST_MAX_HEADER)
-    return gs_error("the safetensors header would be %zu bytes, more than readers accept (%llu)", b->n, GS_ST_MAX_HEADER);
+  if (b->len > GS_ST_MAX_HEADER)
+    return gs_error("the safetensors header would be %zu bytes, more than readers accept (%llu)", b->len, GS_ST_MAX_HEADER);
   return GS_OK;
 }
 
@@ -167,7 +151,7 @@ gs_status gs_st_save(const char *path, int n, const char *const *names, gs_tenso
     if (!valid_utf8(meta_values[i]))
       return gs_error("the value of metadata key '%s' is not valid UTF-8", gs_st_printable(meta_keys[i], nb, sizeof nb));
   int *order = malloc(sizeof *order * (size_t)(n ? n : 1)), *morder = malloc(sizeof *morder * (size_t)(nmeta ? nmeta : 1));
-  sbuf b = {0};
+  gs_strbuf b = {0};
   gs_status s = GS_OK;
   gs_atomic_file f = {.fd = -1};
   bool opened = false;
@@ -184,8 +168,8 @@ gs_status gs_st_save(const char *path, int n, const char *const *names, gs_tenso
   if ((s = gs_atomic_open(path, &f)) != GS_OK) goto done;
   opened = true;
   uint8_t len[8];
-  for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)b.n >> (8 * i));
-  if ((e = gs_write_all(f.fd, len, 8)) || (e = gs_write_all(f.fd, b.p, b.n))) { s = gs_atomic_io_error(&f, e, "writing"); goto done; }
+  for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)b.len >> (8 * i));
+  if ((e = gs_write_all(f.fd, len, 8)) || (e = gs_write_all(f.fd, b.s, b.len))) { s = gs_atomic_io_error(&f, e, "writing"); goto done; }
   for (int k = 0; k < n; k++) {
     e = write_tensor(f.fd, tensors[order[k]]);
     if (e < 0) { s = GS_ERR; goto done; }
@@ -197,6 +181,6 @@ done:
   if (opened) gs_atomic_abort(&f);
   free(order);
   free(morder);
-  free(b.p);
+  free(b.s);
   return s;
 }

@@ -234,3 +234,23 @@ bool gs_tensor_host_addressable(const gs_tensor *t) {
   const gs_backend *be = gs_device_backend(t->buf->device);
   return be && be->host_memory;
 }
+
+int gs_merge_dims(int nops, const gs_tensor *const *ops, int64_t *shape, int64_t (*stride)[GS_MAX_DIMS]) {
+  const gs_tensor *o = ops[0];
+  int n = 0;
+  for (int d = o->ndim - 1; d >= 0; d--) {
+    if (o->shape[d] == 1) continue;
+    bool merge = n > 0;
+    for (int k = 0; k < nops && merge; k++) merge = ops[k]->stride[d] == stride[k][n - 1] * shape[n - 1];
+    if (merge) { shape[n - 1] *= o->shape[d]; continue; }
+    shape[n] = o->shape[d];
+    for (int k = 0; k < nops; k++) stride[k][n] = ops[k]->stride[d];
+    n++;
+  }
+  if (n == 0) {
+    shape[0] = 1;
+    for (int k = 0; k < nops; k++) stride[k][0] = 0;
+    n = 1;
+  }
+  return n;
+}

@@ -53,13 +53,24 @@ void gs_release_dead(void *obj, bool is_node);
 int64_t gs_numel(const gs_tensor *t);
 bool gs_is_contiguous(const gs_tensor *t);
 void gs_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+/* The iteration shape of nops same-shaped operands (ops[0] gives the
+ * shape; inputs may carry stride 0): size-1 dims dropped and neighbours
+ * merged where every operand is contiguous across them, innermost first,
+ * strides in elements (stride[k] for operand k). Returns the number of
+ * dims, at least 1: a single element is shape 1 with strides 0. Shared by
+ * the CPU iterator and the CUDA elementwise descriptor. */
+int gs_merge_dims(int nops, const gs_tensor *const *ops, int64_t *shape, int64_t (*stride)[GS_MAX_DIMS]);
 gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel); /* negatives, overflow */
 static inline gs_device gs_tensor_device(const gs_tensor *t) { return t->buf->device; }
 static inline char *gs_tensor_ptr(const gs_tensor *t) {
   return (char *)t->buf->data + t->offset * (int64_t)gs_dtype_size(t->dtype);
 }
 static inline bool gs_tensor_on_cpu(const gs_tensor *t) { return t->buf->device.type == GS_CPU; }
-/* Host-addressable: CPU and simulated devices (kernels may touch the data). */
+/* Called once before an allocation reports out of memory, so the embedder
+ * can free garbage tensors (lua_torch.c: a full Lua collection). */
+extern void (*gs_oom_hook)(void);
+/* Host-addressable: the tensor's backend has host_memory (cpu, simulated
+ * GPUs): the CPU kernels may touch the data. */
 bool gs_tensor_host_addressable(const gs_tensor *t);
 
 /* Bytes currently held by tensors on the host (the Lua collector is told). */

@@ -64,6 +64,17 @@ void gsL_open_tensor(lua_State *L);   /* lua_tensor*.c: metatable and methods */
 void gsL_open_factory(lua_State *L);  /* lua_factory.c */
 void gsL_open_device(lua_State *L);   /* lua_device.c: torch.device, dtypes, torch.cuda */
 void gsL_open_options(lua_State *L);  /* lua_options.c: torch._options_error */
+void gsL_open_core(lua_State *L);     /* lua_core.c */
+void gsL_open_autograd(lua_State *L); /* lua_autograd.c */
+void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
+/* The Lua state's allocator with its small-block pool (lua_alloc.c). */
+void gsL_install_allocator(lua_State *L);
+/* Tensor methods, each adding to the methods table on top. */
+void gsL_register_methods(lua_State *L);          /* lua_tensor_methods.c */
+void gsL_register_math(lua_State *L);             /* lua_tensor_math.c */
+void gsL_register_autograd_methods(lua_State *L); /* lua_autograd.c */
+/* a op b for the tensor or number arguments 1 and 2 (lua_tensor.c). */
+int gsL_binary(lua_State *L, gs_binary_op op);
 
 int luaopen_torch(lua_State *L);
 

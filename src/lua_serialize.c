@@ -127,7 +127,7 @@ static int f_tostring(lua_State *L) {
 }
 
 /* torch._load(path): opens the file and validates its whole header. */
-int gsL_serialize_load(lua_State *L) {
+static int gsL_serialize_load(lua_State *L) {
   size_t plen;
   const char *path = luaL_checklstring(L, 1, &plen);
   if (strlen(path) != plen) return luaL_error(L, "torch.load: the path contains a NUL byte");
@@ -182,7 +182,7 @@ static const char **string_array(lua_State *L, int idx, int n, const char *what)
 }
 
 /* torch._save(path, names, tensors [, metadata]) */
-int gsL_serialize_save(lua_State *L) {
+static int gsL_serialize_save(lua_State *L) {
   size_t plen;
   const char *path = luaL_checklstring(L, 1, &plen);
   if (strlen(path) != plen) return luaL_error(L, "torch.save: the path contains a NUL byte");

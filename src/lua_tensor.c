@@ -8,7 +8,6 @@
 #include "lua_gs.h"
 
 const char *gs_grad_fn_name(const struct gs_node *n);
-void gsL_register_methods(lua_State *L); /* lua_tensor_methods.c: fills the table on top */
 
 static int t_gc(lua_State *L) {
   gs_tensor **p = luaL_checkudata(L, 1, GSL_TENSOR_MT);

@@ -7,7 +7,6 @@
 #include "gs_autograd.h"
 #include "lua_gs.h"
 
-int gsL_binary(lua_State *L, gs_binary_op op); /* lua_tensor.c */
 
 static int unary(lua_State *L) {
   gs_tensor *r;

@@ -6,8 +6,6 @@
 #include "gs_autograd.h"
 #include "lua_gs.h"
 
-void gsL_register_math(lua_State *L);
-void gsL_register_autograd_methods(lua_State *L); /* lua_autograd.c */
 
 static int m_size(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1);

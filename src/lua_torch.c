@@ -7,12 +7,6 @@
 #include "lua_embedded.h"
 #include "lua_gs.h"
 
-void gsL_open_core(lua_State *L);
-void gsL_install_allocator(lua_State *L); /* lua_alloc.c */
-void gsL_open_autograd(lua_State *L);
-void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
-extern void (*gs_oom_hook)(void);
-
 static lua_State *main_state;
 
 /* Before reporting out of memory, collect garbage tensors: the collector

@@ -11,6 +11,7 @@ local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
 local options = require("torch.utils.errors").options
+local class = require("torch.utils.class")
 
 local M = {}
 
@@ -71,13 +72,6 @@ local function py_repr(v)
   return tostring(v)
 end
 M.py_repr = py_repr
-
--- Runs fn without recording gradients when the engine has autograd.
-local function no_grad(fn, ...)
-  if torch.no_grad then return torch.no_grad(fn, ...) end
-  return fn(...)
-end
-M.no_grad = no_grad
 
 -- -------------------------------------------------------- ordered maps
 
@@ -197,14 +191,6 @@ end
 local Module = {}
 M.Module = Module
 
--- The metamethods a class passes on to the classes that extend it (a
--- class is its instances' metatable, and Lua reads metamethods raw).
-local METAMETHODS = {
-  "__index", "__newindex", "__call", "__tostring", "__len", "__close",
-  "__concat", "__eq", "__lt", "__le", "__unm", "__add", "__sub", "__mul",
-  "__div", "__mod", "__pow", "__idiv", "__pairs",
-}
-
 local function is_module(v)
   if type(v) ~= "table" or rawget(v, "_modules") == nil then return false end
   local mt = getmetatable(v)
@@ -229,9 +215,8 @@ local function type_name(v)
   return type(v)
 end
 
--- Class objects: calling one constructs an instance.
-local ClassMeta = {}
-
+-- Class objects (torch.utils.class): calling one constructs an instance
+-- with its parameter, buffer and child tables, then calls init.
 local function construct(cls, ...)
   local self = setmetatable({}, cls)
   rawset(self, "_parameters", OMap.new())
@@ -244,22 +229,13 @@ local function construct(cls, ...)
 end
 
 local function make_class(parent, name)
-  local cls = {}
-  if parent then
-    for _, mm in ipairs(METAMETHODS) do
-      local f = rawget(parent, mm)
-      if f ~= nil then cls[mm] = f end
-    end
-  end
-  cls.__name = name
-  cls.super = parent
-  cls.__class = cls
-  return setmetatable(cls, {
-    __index = parent,
+  local cls = class.extend(parent, name, {
     __call = construct,
     __tostring = function() return "<class '" .. name .. "'>" end,
     __name = "nn.Module class",
   })
+  cls.__class = cls
+  return cls
 end
 
 -- local Model = nn.Module:extend("Model"): a new class deriving from this
@@ -726,7 +702,7 @@ function Module:load_state_dict(sd, opts)
   if #errs > 0 then
     fail("Error(s) in loading state_dict for " .. self:_get_name() .. ":\n\t" .. table.concat(errs, "\n\t"))
   end
-  no_grad(function()
+  torch.no_grad(function()
     for _, c in ipairs(copies) do c[1].data:copy_(c[2]) end
   end)
   return setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)

@@ -10,20 +10,15 @@ local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
 local options = require("torch.utils.errors").options
 
-local optim = {}
+local class = require("torch.utils.class")
 
-local function no_grad(fn, ...)
-  if torch.no_grad then return torch.no_grad(fn, ...) end
-  return fn(...)
-end
+local optim = {}
 
 local function is_tensor(v) return torch.is_tensor(v) end
 
 -- ------------------------------------------------------------ Optimizer
 
-local Optimizer = {}
-Optimizer.__index = Optimizer
-Optimizer.__name = "Optimizer"
+local Optimizer = class.extend(nil, "Optimizer")
 optim.Optimizer = Optimizer
 
 -- A group option as Python shows it: 0.1, False, (0.9, 0.999).
@@ -55,26 +50,10 @@ function Optimizer.__tostring(self)
   return table.concat(out, "\n")
 end
 
-local function class_call(cls, ...)
-  local self = setmetatable({}, cls)
-  self:init(...)
-  return self
-end
-
 -- local MyOpt = optim.Optimizer:extend("MyOpt"): define MyOpt:init(params,
 -- opts) calling optim.Optimizer.init(self, params, defaults), and
 -- MyOpt:update(group) (called under no_grad for every param group).
-function Optimizer:extend(name)
-  local cls = {}
-  for k, v in pairs(self) do
-    if type(k) == "string" and k:sub(1, 2) == "__" then cls[k] = v end
-  end
-  cls.__index = cls
-  cls.__name = name or "Optimizer"
-  cls.super = self
-  return setmetatable(cls, { __index = self, __call = class_call })
-end
-setmetatable(Optimizer, { __call = class_call })
+function Optimizer:extend(name) return class.extend(self, name or "Optimizer") end
 
 -- params: a list of tensors (net:parameters()), or a list of groups
 -- {params = {...}, lr = ..., ...} whose missing options take `defaults`.
@@ -148,9 +127,9 @@ end
 function Optimizer:step(closure)
   local loss
   if closure ~= nil then
-    if torch.enable_grad then loss = torch.enable_grad(closure) else loss = closure() end
+    loss = torch.enable_grad(closure)
   end
-  no_grad(function()
+  torch.no_grad(function()
     for _, group in ipairs(self.param_groups) do self:update(group) end
   end)
   -- no closure, no value (the prompt then prints nothing, as Python's

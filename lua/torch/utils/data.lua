@@ -13,6 +13,7 @@ local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
 local options = require("torch.utils.errors").options
+local class = require("torch.utils.class")
 
 local D = {}
 
@@ -41,29 +42,11 @@ local function dataset_get(ds, i)
 end
 
 -- Base class for user datasets.
-local Dataset = {}
-Dataset.__index = Dataset
-Dataset.__name = "Dataset"
+local Dataset = class.extend(nil, "Dataset")
 D.Dataset = Dataset
 
-local function dataset_call(cls, ...)
-  local self = setmetatable({}, cls)
-  self:init(...)
-  return self
-end
-
 -- local MyData = torch.utils.data.Dataset:extend("MyData")
-function Dataset:extend(name)
-  local cls = {}
-  for k, v in pairs(self) do
-    if type(k) == "string" and k:sub(1, 2) == "__" then cls[k] = v end
-  end
-  cls.__index = cls
-  cls.__name = name or "Dataset"
-  cls.super = self
-  return setmetatable(cls, { __index = self, __call = dataset_call })
-end
-setmetatable(Dataset, { __call = dataset_call })
+function Dataset:extend(name) return class.extend(self, name or "Dataset") end
 
 function Dataset:init() end
 function Dataset:__len()
