@@ -77,3 +77,27 @@ describe("optimizer load_state_dict checks what it loads (fuzz seed 2, case 5)",
     end
   end)
 end)
+
+describe("module and init arguments are checked (fuzz seed 3, cases 69-160)", function()
+  it("apply, ModuleList, Flatten and xavier gains name what they expected", function()
+    local m = nn.Sequential(nn.Linear(2, 2))
+    no_internal(H.errors(function() m:apply({}) end, {"apply", "expected a function", "table"}))
+    no_internal(H.errors(function() nn.ModuleList(5) end, {"nn.ModuleList", "list of modules", "number"}))
+    no_internal(H.errors(function() nn.Flatten(torch.zeros(1)) end, {"nn.Flatten", "start_dim", "integer"}))
+    no_internal(H.errors(function() nn.init.xavier_uniform_(torch.empty(3, 3), {3, 4}) end,
+      {"xavier_uniform_", "gain must be a number", "table"}))
+    no_internal(H.errors(function() nn.init.xavier_normal_(torch.empty(3, 3), "2") end, {"xavier_normal_", "string"}))
+    local visited = 0
+    m:apply(function() visited = visited + 1 end)
+    assert.are.equal(2, visited)
+  end)
+
+  it("sizes and numeric options read from tables name what must be an integer", function()
+    local x = torch.zeros(2, 3)
+    no_internal(H.errors(function() return x:view({1.5, 4}) end, {"view/reshape: a size must be an integer", "1.5"}))
+    no_internal(H.errors(function() return x:expand({2, "3"}) end, {"expand: a size must be an integer", "string"}))
+    no_internal(H.errors(function() return x:split({1, 0.5}) end, {"split: a size must be an integer", "0.5"}))
+    no_internal(H.errors(function() return x:std({correction = 0.5}) end, {"correction must be an integer", "0.5"}))
+    no_internal(H.errors(function() return x:allclose(x, {rtol = "big"}) end, {"rtol must be a number", "string"}))
+  end)
+end)

@@ -393,6 +393,20 @@ static int l_host_memory(lua_State *L) {
 
 /* ---- dims and options ---- */
 
+lua_Integer gsL_topinteger(lua_State *L, const char *what) {
+  int ok;
+  lua_Integer v = lua_tointegerx(L, -1, &ok);
+  if (!ok || lua_type(L, -1) != LUA_TNUMBER)
+    luaL_error(L, "%s must be an integer, got %s", what,
+               lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+  return v;
+}
+
+lua_Number gsL_topnumber(lua_State *L, const char *what) {
+  if (lua_type(L, -1) != LUA_TNUMBER) luaL_error(L, "%s must be a number, got %s", what, luaL_typename(L, -1));
+  return lua_tonumber(L, -1);
+}
+
 int gsL_checkdim(lua_State *L, int idx, int ndim) {
   int isnum;
   lua_Integer d = lua_tointegerx(L, idx, &isnum);

@@ -41,6 +41,10 @@ void gsL_pushsize(lua_State *L, int ndim, const int64_t *shape);
 
 /* A 1-based Lua dim (negatives from the end) to a 0-based engine dim. */
 int gsL_checkdim(lua_State *L, int idx, int ndim);
+/* The value on top of the stack (a list element, an option) as an integer
+ * or a number; `what` names it in the error ("view: size 2"). */
+lua_Integer gsL_topinteger(lua_State *L, const char *what);
+lua_Number gsL_topnumber(lua_State *L, const char *what);
 int gsL_optdim(lua_State *L, int idx, int ndim, int def);
 /* A 1-based Lua position (negatives from the end) as the engine's 0-based
  * one; the op checks the bounds (0 becomes GS_INDEX_ZERO). */

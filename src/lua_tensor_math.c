@@ -252,7 +252,7 @@ static int var_std(lua_State *L) {
   int d = reduce_dim(L, x, &keepdim, take_sqrt ? "std" : "var");
   int64_t correction = 1;
   if (lua_istable(L, 2)) {
-    if (gsL_optfield(L, 2, "correction")) { correction = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, 2, "correction")) { correction = gsL_topinteger(L, "correction"); lua_pop(L, 1); }
     if (gsL_optfield(L, 2, "unbiased")) { correction = lua_toboolean(L, -1) ? 1 : 0; lua_pop(L, 1); }
   }
   gsL_check(L, gs_ag_var(x, d, keepdim, correction, take_sqrt, &r));
@@ -302,8 +302,8 @@ static int m_allclose(lua_State *L) {
   if (lua_istable(L, 3) && !gsL_testtensor(L, 3)) {
     static const char *const keys[] = {"rtol", "atol"};
     gsL_checkoptions(L, 3, "allclose", keys, GSL_NKEYS(keys));
-    if (gsL_optfield(L, 3, "rtol")) { rtol = luaL_checknumber(L, -1); lua_pop(L, 1); }
-    if (gsL_optfield(L, 3, "atol")) { atol = luaL_checknumber(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, 3, "rtol")) { rtol = gsL_topnumber(L, "allclose: rtol"); lua_pop(L, 1); }
+    if (gsL_optfield(L, 3, "atol")) { atol = gsL_topnumber(L, "allclose: atol"); lua_pop(L, 1); }
   } else {
     rtol = luaL_optnumber(L, 3, rtol);
     atol = luaL_optnumber(L, 4, atol);

@@ -62,7 +62,7 @@ static int m_view(lua_State *L) {
     if (last == 2 && lua_istable(L, 2)) {
       lua_Integer len = luaL_len(L, 2);
       if (len > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
-      for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+      for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = gsL_topinteger(L, "view/reshape: a size"); lua_pop(L, 1); }
     } else {
       if (last - 1 > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
       for (int i = 2; i <= last; i++) {
@@ -123,7 +123,7 @@ static int m_expand(lua_State *L) {
   else if (lua_istable(L, 2)) {
     lua_Integer len = luaL_len(L, 2);
     if (len > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
-    for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+    for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = gsL_topinteger(L, "expand: a size"); lua_pop(L, 1); }
   } else {
     for (int i = 2; i <= lua_gettop(L); i++) {
       if (n >= GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
@@ -193,7 +193,7 @@ static int m_split(lua_State *L) {
   lua_Integer n = luaL_len(L, 2);
   if (n < 0 || (lua_Unsigned)n > (lua_Unsigned)INT_MAX) return luaL_error(L, "split: expected a list of sizes, got %I entries", (LUAI_UACINT)n);
   int64_t *lens = lua_newuserdatauv(L, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
-  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 2, i); lens[i - 1] = luaL_checkinteger(L, -1); lua_pop(L, 1); }
+  for (lua_Integer i = 1; i <= n; i++) { lua_geti(L, 2, i); lens[i - 1] = gsL_topinteger(L, "split: a size"); lua_pop(L, 1); }
   gsL_check(L, gs_split_sizes_check(x, d, n, lens));
   lua_createtable(L, (int)n, 0);
   int64_t at = 0;

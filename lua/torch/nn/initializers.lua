@@ -82,7 +82,14 @@ function I.kaiming_normal_(t, opts)
   return I.normal_(t, 0, gain / math.sqrt(fan(t, opts.mode)))
 end
 
+local function gain_of(gain, who)
+  if gain == nil then return 1.0 end
+  if type(gain) ~= "number" then fail(who .. ": gain must be a number, got " .. type(gain)) end
+  return gain
+end
+
 function I.xavier_uniform_(t, gain)
+  gain = gain_of(gain, "xavier_uniform_")
   local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
   local std = (gain or 1.0) * math.sqrt(2.0 / (fan_in + fan_out))
   local a = math.sqrt(3.0) * std
@@ -90,6 +97,7 @@ function I.xavier_uniform_(t, gain)
 end
 
 function I.xavier_normal_(t, gain)
+  gain = gain_of(gain, "xavier_normal_")
   local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
   return I.normal_(t, 0, (gain or 1.0) * math.sqrt(2.0 / (fan_in + fan_out)))
 end

@@ -168,6 +168,7 @@ local ModuleList = list_container("ModuleList")
 L.ModuleList = ModuleList
 
 function ModuleList:init(list)
+  if list ~= nil and type(list) ~= "table" then fail("nn.ModuleList: expected a list of modules, got " .. type(list)) end
   for _, m in ipairs(list or {}) do self:add(m) end
 end
 
@@ -218,6 +219,9 @@ function Flatten:init(start_dim, end_dim)
   if type(start_dim) == "table" then start_dim, end_dim = start_dim.start_dim, start_dim.end_dim end
   self.start_dim = start_dim or 2
   self.end_dim = end_dim or -1
+  for _, d in ipairs({{"start_dim", self.start_dim}, {"end_dim", self.end_dim}}) do
+    if math.type(d[2]) ~= "integer" then fail("nn.Flatten: " .. d[1] .. " must be an integer, got " .. type(d[2])) end
+  end
 end
 
 function Flatten:forward(x)

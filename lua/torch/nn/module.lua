@@ -487,6 +487,7 @@ end
 
 -- fn(module) on every child (recursively) then on self; returns self.
 function Module:apply(fn)
+  if type(fn) ~= "function" then fail("apply: expected a function of a module, got " .. type(fn)) end
   for _, m in ipairs(self:children()) do m:apply(fn) end
   fn(self)
   return self
