@@ -101,3 +101,29 @@ describe("module and init arguments are checked (fuzz seed 3, cases 69-160)", fu
     no_internal(H.errors(function() return x:allclose(x, {rtol = "big"}) end, {"rtol must be a number", "string"}))
   end)
 end)
+
+describe("Adam betas and named_modules prefix (fuzz seed 4, cases 82 and 264)", function()
+  it("are checked with clear errors", function()
+    local params = nn.Linear(2, 2):parameters()
+    no_internal(H.errors(function() torch.optim.Adam(params, {betas = 0.9}) end, {"betas must be a pair", "number"}))
+    no_internal(H.errors(function() nn.Linear(1, 1):named_modules({}) end, {"named_modules", "prefix", "table"}))
+    local names = {}
+    for name in nn.Sequential(nn.ReLU()):named_modules("net") do names[#names + 1] = name end
+    assert.are.same({"net", "net.1"}, names)
+  end)
+end)
+
+describe("fuzz seed 1 under the sanitizers (cases 30, 81, 88)", function()
+  it("index_select of empty rows copies nothing (no memcpy from a NULL buffer)", function()
+    local x = torch.zeros(3, 0)
+    H.check(x:index_select(1, torch.tensor({1, 3})), "float32", {2, 0})
+    H.errors(function() return x:index_select(1, torch.tensor({4})) end, "index 4 is out of bounds")
+  end)
+
+  it("torch.cuda.device(dev, fn) and state_dict's prefix check their types", function()
+    local saved_n, saved_cap = torch._sim_configure(1)
+    finally(function() collectgarbage(); torch._sim_configure(saved_n, saved_cap) end)
+    no_internal(H.errors(function() torch.cuda.device("cuda:0", {2}) end, {"expected a function", "table"}))
+    no_internal(H.errors(function() nn.Linear(1, 1):state_dict({prefix = {}}) end, {"state_dict", "prefix", "table"}))
+  end)
+end)

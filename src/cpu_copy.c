@@ -120,6 +120,7 @@ gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const
       return gs_error("index %lld is out of bounds for dimension %d with size %lld (valid: 1 to %lld)",
                       (long long)k + 1, dim + 1, (long long)size, (long long)size);
   }
+  if (row == 0) return GS_OK; /* nothing to copy (an empty x may have no buffer) */
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < nidx; j++)
       memcpy(dst + (o * nidx + j) * row, src + (o * size + ix[j * istride]) * row, row);

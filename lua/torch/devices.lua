@@ -99,6 +99,9 @@ function cuda.device(dev, fn, ...)
   obj._repr = string.format("<torch.cuda.device at %s>", tostring(obj):match("0x%x+") or tostring(obj))
   setmetatable(obj, CudaDevice)
   if fn == nil then return obj end
+  if type(fn) ~= "function" then
+    error("torch.cuda.device(dev, fn): expected a function as the second argument, got " .. type(fn), 2)
+  end
   local prev = cuda.current_device()
   cuda.set_device(d.index or prev)
   local res = table.pack(pcall(fn, ...))

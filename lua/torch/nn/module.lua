@@ -417,6 +417,7 @@ local function collect_modules(self, prefix, memo, out)
 end
 
 function Module:named_modules(prefix)
+  if prefix ~= nil and type(prefix) ~= "string" then fail("named_modules: prefix must be a string, got " .. type(prefix)) end
   return named_list(collect_modules(self, prefix or "", {}, {}))
 end
 
@@ -618,6 +619,9 @@ end
 function Module:state_dict(opts)
   opts = options(opts, "state_dict")
   check_options(opts, "state_dict", { "prefix", "keep_vars" })
+  if opts.prefix ~= nil and type(opts.prefix) ~= "string" then
+    fail("state_dict: prefix must be a string, got " .. type(opts.prefix))
+  end
   local out = {}
   save_state(self, opts.prefix or "", out, opts.keep_vars)
   return OrderedDict(out)

@@ -304,6 +304,7 @@ function Adam:init(params, opts)
   opts = options(opts, "Adam")
   check_options(opts, "optim.Adam", { "lr", "betas", "eps", "weight_decay", "amsgrad", "maximize" })
   local betas = opts.betas or { 0.9, 0.999 }
+  if type(betas) ~= "table" then fail("Adam: betas must be a pair {beta1, beta2}, got " .. type(betas)) end
   local d = {
     lr = opts.lr == nil and 1e-3 or opts.lr,
     betas = { betas[1], betas[2] },
