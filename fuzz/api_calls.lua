@@ -247,7 +247,7 @@ local function new_module(ctx)
 end
 
 action(5, "nn module", function(ctx)
-  local ok, m, i = pcall(new_module, ctx)
+  local ok, m, i = xpcall(new_module, debug.traceback, ctx)
   if not ok then return "nn constructor", function() error(m, 0) end, {} end
   ctx.add(m)
   local x
@@ -264,7 +264,7 @@ action(5, "nn module", function(ctx)
 end)
 
 action(5, "nn method", function(ctx)
-  local ok, m = pcall(new_module, ctx)
+  local ok, m = xpcall(new_module, debug.traceback, ctx)
   if not ok then return "nn constructor", function() error(m, 0) end, {} end
   local f = pick(MODULE_METHODS)
   local n = R(0, 2)

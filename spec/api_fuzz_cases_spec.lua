@@ -127,3 +127,13 @@ describe("fuzz seed 1 under the sanitizers (cases 30, 81, 88)", function()
     no_internal(H.errors(function() nn.Linear(1, 1):state_dict({prefix = {}}) end, {"state_dict", "prefix", "table"}))
   end)
 end)
+
+describe("fuzz seed 1, 60 s under the sanitizers (cases 735 and 3205)", function()
+  it("DataParallel's device_ids must be a list; cuda() names a non-device argument", function()
+    local saved_n, saved_cap = torch._sim_configure(2)
+    finally(function() collectgarbage(); torch._sim_configure(saved_n, saved_cap) end)
+    no_internal(H.errors(function() nn.DataParallel(nn.Linear(1, 1), {device_ids = 0}) end,
+      {"device_ids must be a list", "number"}))
+    H.errors(function() return torch.zeros(2):cuda(torch.device("cpu")) end, "cuda(): expected a CUDA device, got device(type='cpu')")
+  end)
+end)

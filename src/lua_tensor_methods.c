@@ -246,7 +246,7 @@ static int m_cuda(lua_State *L) {
     lua_settop(L, --last);
   }
   if (!lua_isnoneornil(L, 2)) dev = gsL_checkdevice(L, 2);
-  if (dev.type != GS_CUDA) return luaL_error(L, "cuda(): expected a CUDA device, got %s", lua_tostring(L, 2));
+  if (dev.type != GS_CUDA) return luaL_error(L, "cuda(): expected a CUDA device, got %s", luaL_tolstring(L, 2, NULL));
   gsL_check(L, gs_ag_to(x, dev, x->dtype, &r));
   return push_result(L, x, r);
 }

@@ -170,6 +170,9 @@ function DataParallel:init(module, opts)
   local ids = {}
   if n > 0 then
     if opts.device_ids then
+      if type(opts.device_ids) ~= "table" then
+        fail("nn.DataParallel: device_ids must be a list of devices, got " .. type(opts.device_ids))
+      end
       for i, d in ipairs(opts.device_ids) do ids[i] = ordinal(d, "device_ids[" .. i .. "]") end
     else
       for i = 0, n - 1 do ids[#ids + 1] = i end
