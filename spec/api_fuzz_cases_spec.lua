@@ -134,6 +134,8 @@ describe("fuzz seed 1, 60 s under the sanitizers (cases 735 and 3205)", function
     finally(function() collectgarbage(); torch._sim_configure(saved_n, saved_cap) end)
     no_internal(H.errors(function() nn.DataParallel(nn.Linear(1, 1), {device_ids = 0}) end,
       {"device_ids must be a list", "number"}))
-    H.errors(function() return torch.zeros(2):cuda(torch.device("cpu")) end, "cuda(): expected a CUDA device, got device(type='cpu')")
+    local err = H.errors(function() return torch.zeros(2):cuda(torch.device("cpu")) end,
+      {"cuda(): expected a CUDA device, got ", "cpu"})
+    assert.is_nil(err:find("(null)", 1, true), err)
   end)
 end)
