@@ -5,8 +5,8 @@
  * remainder and pow computed in double as the CPU does. Inputs arrive
  * broadcast (stride 0), so one N-d strided index computation serves all
  * shapes, with a dense path when every operand is contiguous. Integer
- * division by zero sets a device flag that is read back after the kernel
- * and reported as Python's ZeroDivisionError. */
+ * division by zero sets the device's error record, reported as Python's
+ * ZeroDivisionError at the next synchronisation. */
 #include <type_traits>
 #include "common.cuh"
 #include "gs_elemmath.h"
@@ -102,28 +102,14 @@ static gs_status dispatch(gs_binary_op op, cudaStream_t st, const gs_ew_desc &d,
   return gs_error("binary op %d: no CUDA kernel for %s", (int)op, gs_dtype_name(a->dtype));
 }
 
-/* Integer floor division and remainder: a device flag records division by
- * zero; reading it back waits for the kernel (the CPU reports the same
- * error, and the op layer computes into a temporary so nothing the user
- * holds is half-written). */
+/* Integer floor division and remainder: a division by zero sets the
+ * device's error record (gs_devflag.h), reported at the next copy to the
+ * host or synchronize; the host does not wait here. (A Lua number divisor
+ * of 0 never gets this far: the op layer refuses it at once.) */
 static gs_status int_division(gs_binary_op op, cudaStream_t st, const gs_ew_desc &d, gs_tensor *out,
                               const gs_tensor *a, const gs_tensor *b, int64_t n, bool dense) {
-  int index = gs_tensor_device(a).index;
-  int *flag = (int *)gs_cuda_scratch_alloc(index, sizeof(int));
-  if (!flag) return gs_error_code(GS_ERR_OOM, "CUDA out of memory (a 4-byte flag for integer division)");
-  int host_flag = 0;
-  gs_status s = GS_OK;
-  cudaError_t e = cudaMemsetAsync(flag, 0, sizeof(int), st);
-  if (e != cudaSuccess) s = gs_cuda_fail(e, "cudaMemsetAsync(flag)", __FILE__, __LINE__);
-  if (s == GS_OK) s = dispatch<int64_t>(op, st, d, out, a, b, n, dense, flag);
-  if (s == GS_OK) {
-    e = cudaMemcpyAsync(&host_flag, flag, sizeof(int), cudaMemcpyDeviceToHost, st);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-    if (e != cudaSuccess) s = gs_cuda_fail(e, "reading the division-by-zero flag", __FILE__, __LINE__);
-  }
-  gs_cuda_scratch_free(index, flag, sizeof(int));
-  if (s == GS_OK && host_flag) return gs_error("ZeroDivisionError: integer division or modulo by zero");
-  return s;
+  gs_devflag *f = gs_cuda_flag(gs_tensor_device(a).index);
+  return dispatch<int64_t>(op, st, d, out, a, b, n, dense, &f->zero_div[op == GS_B_REMAINDER ? 1 : 0]);
 }
 
 extern "C" gs_status gs_cuda_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {

@@ -13,6 +13,7 @@
 extern "C" {
 #include "gs_backend.h"
 }
+#include "gs_devflag.h"
 #include "cuda_kernels.h" /* has its own extern "C" */
 
 #define GS_BLOCK 256                 /* threads per block, elementwise kernels */
@@ -74,6 +75,19 @@ __device__ __forceinline__ void gs_ew_offsets(const gs_ew_desc &d, int64_t i, in
 #pragma unroll
     for (int k = 0; k < NOPS; k++) off[k] += c * d.stride[k][dim];
   }
+}
+
+/* Records an error found in the data in the device's record (gs_devflag.h),
+ * if none is recorded yet; the host reports it at the next synchronisation.
+ * Called only on an error branch. */
+__device__ __forceinline__ void gs_flag_raise(gs_devflag *f, int code, int dim, int64_t value, int64_t limit) {
+  if (*(volatile int32_t *)&f->code != GS_FLAG_NONE) return;
+  if (atomicCAS((int *)&f->code, GS_FLAG_NONE, -1) != GS_FLAG_NONE) return; /* -1: being written */
+  f->dim = dim;
+  f->value = value;
+  f->limit = limit;
+  __threadfence();
+  atomicExch((int *)&f->code, code);
 }
 
 #define GS_GRID_LOOP(i, n) \

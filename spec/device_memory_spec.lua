@@ -88,6 +88,42 @@ describe("device memory", function()
     assert.are.same({ 64 * MiB, 64 * MiB }, { cuda.mem_get_info(0) })
   end)
 
+  it("serves a smaller tensor from a larger cached block (best fit, split) and merges the pieces back", function()
+    local a = block(8 * MiB, "cuda:0")
+    a = nil
+    gc()
+    local hits = cuda.memory_stats(0)["num_cache_hits"]
+    local b = block(2 * MiB, "cuda:0")      -- carved out of the cached 8 MiB block
+    local c = block(6 * MiB, "cuda:0")      -- its rest
+    assert.are.equal(8 * MiB, cuda.memory_allocated(0))
+    assert.are.equal(8 * MiB, cuda.memory_reserved(0))
+    assert.are.equal(hits + 2, cuda.memory_stats(0)["num_cache_hits"])
+    b = nil
+    gc()
+    cuda.empty_cache()                      -- the block holding c keeps its segment
+    assert.are.equal(8 * MiB, cuda.memory_reserved(0))
+    c = nil
+    gc()
+    local d = block(8 * MiB, "cuda:0")      -- the pieces merged: one 8 MiB block again
+    assert.are.equal(8 * MiB, cuda.memory_reserved(0))
+    assert.are.equal(hits + 3, cuda.memory_stats(0)["num_cache_hits"])
+    d = nil
+    gc()
+    cuda.empty_cache()
+    assert.are.equal(0, cuda.memory_reserved(0))
+  end)
+
+  it("picks the smallest cached block that fits, and keeps a leftover of 1 MiB or less in it", function()
+    local a, b = block(8 * MiB, "cuda:0"), block(4 * MiB, "cuda:0")
+    a, b = nil, nil
+    gc()
+    local c = block(3 * MiB + MiB // 2, "cuda:0") -- the 4 MiB block, whole (0.5 MiB is not split off)
+    assert.are.equal(4 * MiB, cuda.memory_allocated(0))
+    local d = block(8 * MiB, "cuda:0")            -- the 8 MiB block is still there for this one
+    assert.are.equal(12 * MiB, cuda.memory_allocated(0))
+    assert.are.equal(12 * MiB, cuda.memory_reserved(0))
+  end)
+
   it("a <close> tensor gives its block back when its block of code ends", function()
     do
       local x <close> = block(MiB, "cuda:0")

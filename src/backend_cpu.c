@@ -20,5 +20,5 @@ const gs_backend gs_backend_cpu = {
   .synchronize = cpu_sync,
   .copy = gs_cpu_copy, .fill = gs_cpu_fill, .unary = gs_cpu_unary, .binary = gs_cpu_binary,
   .reduce = gs_cpu_reduce, .softmax = gs_cpu_softmax, .gemm = gs_cpu_gemm,
-  .arange = gs_cpu_arange, .random = gs_cpu_random, .index_select = gs_cpu_index_select,
+  .arange = gs_cpu_arange, .random = gs_cpu_random, .index_select = gs_cpu_index_select, .check_index = gs_cpu_check_index,
 };

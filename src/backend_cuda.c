@@ -12,14 +12,13 @@
  * that used it before (cross-device copies make each stream wait for the
  * other, see cuda_memcpy_d2d).
  *
- * The caching allocator keeps freed blocks and hands them out again
- * without cudaMalloc; empty_cache gives them back with cudaFree. Requests
- * up to 32 MiB are rounded to size classes (four per power of two, at
- * most 25% waste), larger ones to a multiple of 2 MiB (so a request near
- * the device's capacity still fits) and reused at exactly that size.
- * Figures follow PyTorch: allocated = bytes in live blocks (rounded
- * sizes), reserved = allocated + cached, max_allocated and max_reserved =
- * their peaks since reset_peak. */
+ * Memory comes from the caching allocator shared with the simulated GPUs
+ * (gs_block_pool.c): PyTorch's segment sizes (2 MiB for small tensors,
+ * 20 MiB up to 10 MiB, then multiples of 2 MiB), best fit with splitting
+ * and merging; empty_cache gives wholly free segments back with cudaFree.
+ * Figures follow PyTorch: allocated = bytes in live blocks, reserved =
+ * bytes of all segments, max_allocated and max_reserved = their peaks
+ * since reset_peak. */
 #ifdef GS_HAVE_CUDA
 
 #include <dlfcn.h>
@@ -30,23 +29,17 @@
 #include <cuda_runtime_api.h>
 #include "backend_cuda.h"
 #include "cuda_kernels.h"
+#include "gs_block_pool.h"
 #include "gs_dlopen.h"
 
 #define MAX_DEVICES 64
-#define NCLASSES (64 * 4)
-#define LARGE_BIN NCLASSES              /* bins[LARGE_BIN]: blocks above LARGE, any size */
-#define MIN_BLOCK 512                   /* every block is a multiple of this, as in PyTorch */
-#define LARGE ((size_t)32 << 20)
-#define LARGE_ROUND ((size_t)2 << 20)
-
-typedef struct cblock { void *ptr; size_t size; struct cblock *next; } cblock;
 
 typedef struct {
-  pthread_mutex_t lock;  /* the allocator's figures and bins, and start-up */
+  pthread_mutex_t lock;  /* start-up and peer access */
   int started;           /* stream created (read with acquire) */
   cudaStream_t stream;
-  cblock *bins[NCLASSES + 1];
-  size_t allocated, peak, cached, peak_reserved;
+  gs_block_pool pool;
+  gs_devflag *flag_dev, *flag_host; /* the error record (gs_devflag.h) and its pinned host copy */
   signed char peer[MAX_DEVICES]; /* 0 unknown, 1 peer access enabled, -1 none */
 } cuda_dev;
 
@@ -79,8 +72,15 @@ static void explain(cudaError_t e) {
 }
 
 /* The first question to the driver. Failure of any kind means no devices. */
+static void *segment_alloc(void *ctx, size_t n);
+static void segment_free(void *ctx, void *p, size_t n);
+
 static void probe(void) {
-  for (int i = 0; i < MAX_DEVICES; i++) pthread_mutex_init(&devs[i].lock, NULL);
+  for (int i = 0; i < MAX_DEVICES; i++) {
+    pthread_mutex_init(&devs[i].lock, NULL);
+    gs_pool_device dev = {segment_alloc, segment_free, gs_pool_pytorch_segment, (void *)(intptr_t)i, 0};
+    gs_pool_init(&devs[i].pool, &dev);
+  }
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -157,7 +157,13 @@ gs_status gs_cuda_stream(int index, cudaStream_t *out) {
     cudaError_t e = cudaSuccess;
     if (!d->started) {
       e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
-      if (e == cudaSuccess) __atomic_store_n(&d->started, 1, __ATOMIC_RELEASE);
+      if (e == cudaSuccess && !d->flag_dev) e = cudaMalloc((void **)&d->flag_dev, sizeof(gs_devflag));
+      if (e == cudaSuccess) e = cudaMemsetAsync(d->flag_dev, 0, sizeof(gs_devflag), d->stream);
+      if (e == cudaSuccess && !d->flag_host) e = cudaMallocHost((void **)&d->flag_host, sizeof(gs_devflag));
+      if (e == cudaSuccess) {
+        memset(d->flag_host, 0, sizeof(gs_devflag));
+        __atomic_store_n(&d->started, 1, __ATOMIC_RELEASE);
+      }
     }
     pthread_mutex_unlock(&d->lock);
     if (e != cudaSuccess) return gs_cuda_fail(e, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
@@ -166,54 +172,54 @@ gs_status gs_cuda_stream(int index, cudaStream_t *out) {
   return GS_OK;
 }
 
-/* ---- the caching allocator ---- */
+gs_devflag *gs_cuda_flag(int index) { return index >= 0 && index < MAX_DEVICES ? devs[index].flag_dev : NULL; }
 
-/* The bin and rounded size of a request: 4 size classes per power of two
- * from MIN_BLOCK up to LARGE, then multiples of LARGE_ROUND. */
-static int size_class(size_t n, size_t *rounded) {
-  if (n < MIN_BLOCK) n = MIN_BLOCK;
-  if (n > LARGE) {
-    *rounded = (n + LARGE_ROUND - 1) / LARGE_ROUND * LARGE_ROUND;
-    return LARGE_BIN;
-  }
-  int k = 63 - __builtin_clzll((unsigned long long)n);
-  size_t base = (size_t)1 << k, step = base / 4;
-  size_t q = (n - base + step - 1) / step;
-  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
-  *rounded = base + q * step;
-  return k * 4 + (int)q;
-}
-
-/* Gives every cached block of a device back to the driver. */
-static void release_cached(int index) {
+/* Waits for the device's queued work, with its error record copied back
+ * in the same wait (one small copy more, no second wait), and reports
+ * what a kernel recorded there; the record is then cleared on the device
+ * (in stream order) so the device stays usable. */
+static gs_status sync_and_check(int index, cudaStream_t st) {
   cuda_dev *d = &devs[index];
-  cblock *all = NULL;
-  pthread_mutex_lock(&d->lock);
-  for (int c = 0; c <= LARGE_BIN; c++) {
-    while (d->bins[c]) {
-      cblock *b = d->bins[c];
-      d->bins[c] = b->next;
-      b->next = all;
-      all = b;
-    }
-  }
-  d->cached = 0;
-  int started = d->started;
-  pthread_mutex_unlock(&d->lock);
-  if (!all) return;
-  if (cudaSetDevice(index) == cudaSuccess && started) (void)cudaStreamSynchronize(d->stream);
-  while (all) {
-    cblock *next = all->next;
-    (void)cudaFree(all->ptr);
-    free(all);
-    all = next;
-  }
-  (void)cudaGetLastError();
+  CUDA_CHECK(cudaMemcpyAsync(d->flag_host, d->flag_dev, sizeof(gs_devflag), cudaMemcpyDeviceToHost, st));
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  const gs_devflag *f = d->flag_host;
+  if (f->code == GS_FLAG_NONE && !f->zero_div[0] && !f->zero_div[1]) return GS_OK;
+  CUDA_CHECK(cudaMemsetAsync(d->flag_dev, 0, sizeof(gs_devflag), st));
+  char name[32];
+  snprintf(name, sizeof name, "cuda:%d", index);
+  return gs_devflag_take(d->flag_host, name);
 }
+
+/* ---- the caching allocator (gs_block_pool.c) ---- */
 
 /* Why the last allocation on each device failed when it was not for lack
  * of memory ("" when it was): see the alloc_failure slot. */
 static char alloc_why[MAX_DEVICES][256];
+
+/* A segment from the driver. The pool's lock is held; the device is
+ * current (cuda_alloc made it so). */
+static void *segment_alloc(void *ctx, size_t n) {
+  int index = (int)(intptr_t)ctx;
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, n);
+  if (e == cudaSuccess) return p;
+  (void)cudaGetLastError();
+  if (e != cudaErrorMemoryAllocation) {
+    gs_status s = gs_cuda_fail(e, "cudaMalloc", __FILE__, __LINE__); /* names a lost context */
+    (void)s;
+    snprintf(alloc_why[index], sizeof alloc_why[index], "CUDA error on cuda:%d while allocating %zu bytes: %s", index,
+             n, gs_last_error());
+  }
+  return NULL;
+}
+
+/* Back to the driver (empty_cache, or a full device). cudaFree waits for
+ * the device's work, so no queued kernel still uses the segment. */
+static void segment_free(void *ctx, void *p, size_t n) {
+  int index = (int)(intptr_t)ctx;
+  if (cudaSetDevice(index) == cudaSuccess) (void)cudaFree(p);
+  (void)cudaGetLastError();
+}
 
 static const char *cuda_alloc_failure(int index) {
   return index >= 0 && index < MAX_DEVICES && alloc_why[index][0] ? alloc_why[index] : NULL;
@@ -226,78 +232,33 @@ static void *cuda_alloc(int index, size_t nbytes) {
     snprintf(alloc_why[index], sizeof alloc_why[index], "%s", gs_last_error());
     return NULL;
   }
-  cuda_dev *d = &devs[index];
-  size_t rounded;
-  int c = size_class(nbytes, &rounded);
-  void *p = NULL;
-  pthread_mutex_lock(&d->lock);
-  cblock **at = &d->bins[c];
-  while (*at && (*at)->size != rounded) at = &(*at)->next; /* only the large bin mixes sizes */
-  cblock *b = *at;
-  if (b) { *at = b->next; d->cached -= rounded; p = b->ptr; }
-  pthread_mutex_unlock(&d->lock);
-  free(b);
-  cudaError_t err = cudaSuccess;
-  if (!p && (err = cudaMalloc(&p, rounded)) != cudaSuccess) {
-    /* out of memory: drop the cached blocks of other sizes, try again */
-    (void)cudaGetLastError();
-    release_cached(index);
-    p = NULL;
-    err = cudaSetDevice(index);
-    if (err == cudaSuccess) err = cudaMalloc(&p, rounded);
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      if (err != cudaErrorMemoryAllocation)
-        snprintf(alloc_why[index], sizeof alloc_why[index], "CUDA error on cuda:%d while allocating %zu bytes: %s",
-                 index, nbytes, cudaGetErrorString(err));
-      return NULL;
-    }
-  }
-  pthread_mutex_lock(&d->lock);
-  d->allocated += rounded;
-  if (d->allocated > d->peak) d->peak = d->allocated;
-  if (d->allocated + d->cached > d->peak_reserved) d->peak_reserved = d->allocated + d->cached;
-  pthread_mutex_unlock(&d->lock);
-  return p;
+  return gs_pool_alloc(&devs[index].pool, nbytes);
 }
 
-/* Back to the cache, no CUDA call (safe at exit, after the runtime is gone). */
+/* Back to the cache, no CUDA call (safe at exit, after the runtime is
+ * gone). Blocks are reused in stream order: there is one stream per
+ * device, so any later use is queued after the work that used it before. */
 static void cuda_free(int index, void *p, size_t nbytes) {
-  if (!p || index < 0 || index >= MAX_DEVICES) return;
-  cuda_dev *d = &devs[index];
-  size_t rounded;
-  int c = size_class(nbytes, &rounded);
-  cblock *b = malloc(sizeof *b);
-  pthread_mutex_lock(&d->lock);
-  d->allocated -= rounded;
-  if (b) {
-    b->ptr = p;
-    b->size = rounded;
-    b->next = d->bins[c];
-    d->bins[c] = b;
-    d->cached += rounded;
-  }
-  pthread_mutex_unlock(&d->lock);
-  if (!b && cudaSetDevice(index) == cudaSuccess) (void)cudaFree(p); /* no host memory for the list */
+  if (p && index >= 0 && index < MAX_DEVICES) gs_pool_free(&devs[index].pool, p);
 }
 
 void *gs_cuda_scratch_alloc(int index, size_t nbytes) { return cuda_alloc(index, nbytes); }
 void gs_cuda_scratch_free(int index, void *ptr, size_t nbytes) { cuda_free(index, ptr, nbytes); }
 
 static void cuda_empty_cache(int index) {
-  if (valid(index)) release_cached(index);
+  if (valid(index)) gs_pool_release(&devs[index].pool);
 }
+void gs_cuda_empty_cache(int index) { cuda_empty_cache(index); }
 
 static void cuda_mem_stats(int index, gs_mem_stats *s) {
   memset(s, 0, sizeof *s);
   if (!valid(index)) return;
-  cuda_dev *d = &devs[index];
-  pthread_mutex_lock(&d->lock);
-  s->allocated = d->allocated;
-  s->max_allocated = d->peak;
-  s->reserved = d->allocated + d->cached;
-  s->max_reserved = d->peak_reserved;
-  pthread_mutex_unlock(&d->lock);
+  gs_pool_stats st;
+  gs_pool_stats_get(&devs[index].pool, &st);
+  s->allocated = st.allocated;
+  s->max_allocated = st.peak_allocated;
+  s->reserved = st.reserved;
+  s->max_reserved = st.peak_reserved;
   size_t fr = 0, total = 0;
   if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&fr, &total) == cudaSuccess) {
     s->free = fr;
@@ -307,12 +268,7 @@ static void cuda_mem_stats(int index, gs_mem_stats *s) {
 }
 
 static void cuda_reset_peak(int index) {
-  if (!valid(index)) return;
-  cuda_dev *d = &devs[index];
-  pthread_mutex_lock(&d->lock);
-  d->peak = d->allocated;
-  d->peak_reserved = d->allocated + d->cached;
-  pthread_mutex_unlock(&d->lock);
+  if (valid(index)) gs_pool_reset_peak(&devs[index].pool);
 }
 
 /* ---- copies ---- */
@@ -331,8 +287,7 @@ static gs_status cuda_memcpy_d2h(int index, void *dst, const void *src, size_t n
   cudaStream_t st;
   GS_TRY(gs_cuda_stream(index, &st));
   CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, st));
-  CUDA_CHECK(cudaStreamSynchronize(st));
-  return GS_OK;
+  return sync_and_check(index, st); /* a copy to the host is a synchronisation: errors surface here */
 }
 
 /* Enables access from device di to si's memory once, where the hardware
@@ -392,8 +347,7 @@ static gs_status cuda_synchronize(int index) {
   if (!valid(index)) return gs_error("cuda:%d is not available", index);
   if (!__atomic_load_n(&devs[index].started, __ATOMIC_ACQUIRE)) return GS_OK;
   CUDA_CHECK(cudaSetDevice(index));
-  CUDA_CHECK(cudaStreamSynchronize(devs[index].stream));
-  return GS_OK;
+  return sync_and_check(index, devs[index].stream);
 }
 
 static gs_status cuda_properties(int index, gs_device_props *out) {
@@ -431,6 +385,7 @@ const gs_backend gs_backend_cuda = {
   .arange = gs_cuda_arange,
   .random = gs_cuda_random,
   .index_select = gs_cuda_index_select,
+  .check_index = gs_cuda_check_index,
 };
 
 #endif /* GS_HAVE_CUDA */

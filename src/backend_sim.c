@@ -3,14 +3,13 @@
  * device keeps its own accounting, an optional cap that produces
  * out-of-memory errors, and copies between memories that are counted.
  *
- * Memory follows PyTorch's caching allocator closely enough that the
- * figures a tutorial prints mean the same thing:
- *   - every request is rounded up to a multiple of 512 bytes (PyTorch's
- *     kMinBlockSize), so a 3-element float tensor holds 512 bytes;
- *   - a freed block is not returned: it stays reserved in the device's
- *     free list and is handed out again for the next request of the same
- *     rounded size, until empty_cache() (or an allocation that would
- *     exceed the cap) releases it;
+ * Memory goes through the same caching allocator as a real GPU's
+ * (gs_block_pool.c: 512-byte rounding, best fit with splitting and
+ * merging, release on empty_cache), so the figures a tutorial prints mean
+ * what PyTorch's do. The one difference: a simulated device asks the host
+ * for segments of just the size requested, where PyTorch (and the CUDA
+ * backend) carve small tensors out of 2 MiB segments, so `reserved` grows
+ * by what the tensors hold:
  *   - allocated = bytes in live blocks, reserved = allocated + cached,
  *     peak = the largest `allocated` since reset_peak;
  *   - the cap (GSHELL_SIM_MEM, default 16 GiB) bounds `reserved`: an
@@ -25,28 +24,23 @@
 #include <unistd.h>
 #include "backend_cpu.h"
 #include "backend_sim.h"
-#include "gs_alloc_host.h"
+#include "gs_block_pool.h"
 
 #define MAX_SIM 64
-#define SIM_BLOCK 512                  /* PyTorch's kMinBlockSize */
 #define SIM_DEFAULT_TOTAL ((size_t)16 << 30)
-#define NBINS 256                      /* hash buckets of the free list */
-
-/* A cached block keeps its own list link and size in its first bytes
- * (blocks are at least 512 bytes and hold nothing while cached). */
-typedef struct cblock { struct cblock *next; size_t size; } cblock;
 
 typedef struct {
-  size_t allocated, peak, cached, peak_reserved, cap;
-  uint64_t n_alloc, n_free, n_cache_hits, n_cache_flushes, n_ooms;
+  gs_block_pool pool;
+  gs_devflag flag;                    /* errors in the data, reported at the next sync */
+  size_t cap;
+  uint64_t n_ooms;                    /* allocations that failed for the user */
   uint64_t busy_ns, kernels;          /* time spent in kernels, and their count */
   uint64_t util_busy, util_at;        /* busy_ns and clock at the last utilisation read */
-  cblock *bins[NBINS];
 } sim_device;
 
 static sim_device devs[MAX_SIM];
 static int ndevs;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* configuration and utilisation */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -54,129 +48,72 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static size_t sim_round(size_t n) { return (n + SIM_BLOCK - 1) / SIM_BLOCK * SIM_BLOCK; }
 
-static unsigned bin_of(size_t rounded) { return (unsigned)((rounded / SIM_BLOCK) % NBINS); }
-
-/* Returns every cached block of device i to the host. Lock held. */
-static void flush_cache(int i) {
-  sim_device *d = &devs[i];
-  for (int b = 0; b < NBINS; b++) {
-    cblock *c = d->bins[b];
-    while (c) {
-      cblock *next = c->next;
-      gs_host_free(c, c->size);
-      c = next;
-    }
-    d->bins[b] = NULL;
-  }
-  d->cached = 0;
+/* Segments are host memory, but the device's: taken from the C library,
+ * not the host allocator, so they count as device memory (memory_allocated
+ * of cuda:i, which paces the Lua collector) and not as the cpu's. 64-byte
+ * aligned; blocks inside are 512-aligned relative to it, all a tensor
+ * needs. The pool caches them, so no second cache is needed. */
+static void *seg_alloc(void *ctx, size_t n) {
+  void *p = NULL;
+  return posix_memalign(&p, 64, n) == 0 ? p : NULL;
 }
-
-void gs_sim_configure(int n, size_t cap) {
-  pthread_mutex_lock(&lock);
-  for (int i = 0; i < MAX_SIM; i++) flush_cache(i);
-  ndevs = n > MAX_SIM ? MAX_SIM : n;
-  uint64_t t = now_ns();
-  for (int i = 0; i < MAX_SIM; i++) {
-    memset(&devs[i], 0, sizeof devs[i]);
-    devs[i].cap = cap;
-    devs[i].util_at = t;
-  }
-  pthread_mutex_unlock(&lock);
-}
+static void seg_free(void *ctx, void *p, size_t n) { free(p); }
 
 /* Total memory a simulated device reports: its cap, or 16 GiB. */
 static size_t sim_total(int i) { return devs[i].cap ? devs[i].cap : SIM_DEFAULT_TOTAL; }
 
-static void *sim_alloc(int i, size_t n) {
-  sim_device *d = &devs[i];
-  size_t r = sim_round(n);
+void gs_sim_configure(int n, size_t cap) {
+  static bool ready;
   pthread_mutex_lock(&lock);
-  /* a cached block of the same rounded size? */
-  cblock **pp = &d->bins[bin_of(r)];
-  while (*pp && (*pp)->size != r) pp = &(*pp)->next;
-  void *p = NULL;
-  if (*pp) {
-    cblock *c = *pp;
-    *pp = c->next;
-    d->cached -= r;
-    d->n_cache_hits++;
-    p = c;
-  } else {
-    /* a fresh block must fit under the cap with what is already reserved;
-     * if only the cache is in the way, release it (PyTorch does too) */
-    if (d->allocated + d->cached + r > sim_total(i) && d->allocated + r <= sim_total(i)) {
-      flush_cache(i);
-      d->n_cache_flushes++;
+  uint64_t t = now_ns();
+  for (int i = 0; i < MAX_SIM; i++) {
+    sim_device *d = &devs[i];
+    if (ready) {
+      gs_pool_release(&d->pool);
+      pthread_mutex_destroy(&d->pool.lock);
+      free(d->pool.table); /* no block is live: the caller checked */
     }
-    if (d->allocated + d->cached + r <= sim_total(i)) p = gs_host_alloc(r);
-    if (!p) { pthread_mutex_unlock(&lock); return NULL; }
+    memset(d, 0, sizeof *d);
+    d->cap = cap;
+    d->util_at = t;
+    gs_pool_device dev = {seg_alloc, seg_free, NULL, d, sim_total(i)};
+    gs_pool_init(&d->pool, &dev);
   }
-  d->allocated += r;
-  d->n_alloc++;
-  if (d->allocated > d->peak) d->peak = d->allocated;
-  if (d->allocated + d->cached > d->peak_reserved) d->peak_reserved = d->allocated + d->cached;
+  ready = true;
+  ndevs = n > MAX_SIM ? MAX_SIM : n;
   pthread_mutex_unlock(&lock);
-  return p;
 }
+
+
+static void *sim_alloc(int i, size_t n) { return gs_pool_alloc(&devs[i].pool, n); }
+static void sim_free(int i, void *p, size_t n) { gs_pool_free(&devs[i].pool, p); }
+static void sim_empty_cache(int i) { gs_pool_release(&devs[i].pool); }
 
 /* One failed allocation (the engine calls this after its retry). */
-static void sim_count_oom(int i) {
-  pthread_mutex_lock(&lock);
-  devs[i].n_ooms++;
-  pthread_mutex_unlock(&lock);
-}
-
-/* The block stays reserved: it goes to the free list, not to the host. */
-static void sim_free(int i, void *p, size_t n) {
-  if (!p) return;
-  sim_device *d = &devs[i];
-  size_t r = sim_round(n);
-  cblock *c = p;
-  pthread_mutex_lock(&lock);
-  c->size = r;
-  c->next = d->bins[bin_of(r)];
-  d->bins[bin_of(r)] = c;
-  d->allocated -= r;
-  d->cached += r;
-  d->n_free++;
-  pthread_mutex_unlock(&lock);
-}
-
-static void sim_empty_cache(int i) {
-  pthread_mutex_lock(&lock);
-  flush_cache(i);
-  pthread_mutex_unlock(&lock);
-}
+static void sim_count_oom(int i) { __atomic_add_fetch(&devs[i].n_ooms, 1, __ATOMIC_RELAXED); }
 
 static void sim_mem_stats(int i, gs_mem_stats *s) {
   memset(s, 0, sizeof *s);
-  pthread_mutex_lock(&lock);
-  const sim_device *d = &devs[i];
-  s->allocated = d->allocated;
-  s->max_allocated = d->peak;
-  s->reserved = d->allocated + d->cached;
-  s->max_reserved = d->peak_reserved;
+  gs_pool_stats st;
+  gs_pool_stats_get(&devs[i].pool, &st);
+  s->allocated = st.allocated;
+  s->max_allocated = st.peak_allocated;
+  s->reserved = st.reserved;
+  s->max_reserved = st.peak_reserved;
   s->total = sim_total(i);
   s->free = s->total > s->reserved ? s->total - s->reserved : 0;
   s->has_counters = true;
-  s->n_alloc = d->n_alloc;
-  s->n_free = d->n_free;
-  s->n_cache_hits = d->n_cache_hits;
-  s->n_alloc_retries = d->n_cache_flushes;
-  s->n_ooms = d->n_ooms;
-  s->kernels = d->kernels;
-  s->busy_ns = d->busy_ns;
-  pthread_mutex_unlock(&lock);
+  s->n_alloc = st.n_alloc;
+  s->n_free = st.n_free;
+  s->n_cache_hits = st.n_cache_hits;
+  s->n_alloc_retries = st.n_flushes;
+  s->n_ooms = __atomic_load_n(&devs[i].n_ooms, __ATOMIC_RELAXED);
+  s->kernels = __atomic_load_n(&devs[i].kernels, __ATOMIC_RELAXED);
+  s->busy_ns = __atomic_load_n(&devs[i].busy_ns, __ATOMIC_RELAXED);
 }
 
-static void sim_reset_peak(int i) {
-  pthread_mutex_lock(&lock);
-  devs[i].peak = devs[i].allocated;
-  devs[i].peak_reserved = devs[i].allocated + devs[i].cached;
-  pthread_mutex_unlock(&lock);
-}
+static void sim_reset_peak(int i) { gs_pool_reset_peak(&devs[i].pool); }
 
 /* Reports compute capability 8.0 (a modern device, so feature checks
  * pass) and one multiprocessor per host core, since it computes there. */
@@ -208,10 +145,19 @@ static int sim_utilization(int i) {
 }
 
 static gs_status sim_h2d(int i, void *dst, const void *src, size_t n) { memcpy(dst, src, n); return GS_OK; }
-static gs_status sim_d2h(int i, void *dst, const void *src, size_t n) { memcpy(dst, src, n); return GS_OK; }
+static gs_status sim_sync(int i);
+/* a copy to the host is a synchronisation: errors found in the data surface here */
+static gs_status sim_d2h(int i, void *dst, const void *src, size_t n) { memcpy(dst, src, n); return sim_sync(i); }
 static gs_status sim_d2d(int di, void *dst, int si, const void *src, size_t n) { memcpy(dst, src, n); return GS_OK; }
-/* Simulated devices compute synchronously: there is never queued work. */
-static gs_status sim_sync(int i) { return GS_OK; }
+/* Simulated devices compute synchronously, so there is never queued work
+ * to wait for; but an error a kernel found in the data is reported here,
+ * as a real GPU's is (gs_devflag.h). The engine calls this after every
+ * copy from the device to the host, too. */
+static gs_status sim_sync(int i) {
+  char name[32];
+  snprintf(name, sizeof name, "cuda:%d", i);
+  return gs_devflag_take(&devs[i].flag, name);
+}
 
 /* ---- kernels: the CPU's, timed per device ---- */
 
@@ -235,8 +181,9 @@ static gs_status sim_fill(gs_tensor *dst, gs_scalar v) { TIMED(dst, gs_cpu_fill(
 static gs_status sim_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args) {
   TIMED(out, gs_cpu_unary(op, out, x, args));
 }
+static gs_devflag *flag_of(const gs_tensor *t) { return &devs[t->buf->device.index].flag; }
 static gs_status sim_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
-  TIMED(out, gs_cpu_binary(op, out, a, b));
+  TIMED(out, gs_cpu_binary_flagged(op, out, a, b, flag_of(out)));
 }
 static gs_status sim_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
   TIMED(x, gs_cpu_reduce(op, out, idx, x, dim));
@@ -250,7 +197,10 @@ static gs_status sim_random(gs_tensor *dst, const gs_random_spec *r, uint64_t se
   TIMED(dst, gs_cpu_random(dst, r, seed, offset));
 }
 static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
-  TIMED(out, gs_cpu_index_select(out, x, dim, idx));
+  TIMED(out, gs_cpu_index_select_flagged(out, x, dim, idx, flag_of(out)));
+}
+static gs_status sim_check_index(const gs_tensor *idx, int64_t size, int code) {
+  TIMED(idx, gs_cpu_check_index_flagged(idx, size, code, flag_of(idx)));
 }
 
 /* Copies within a device are kernels like the others (timed). Copies
@@ -268,7 +218,8 @@ static gs_status sim_copy(gs_tensor *dst, const gs_tensor *src) { TIMED(dst, gs_
   .synchronize = sim_sync,                                                   \
   .copy = sim_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary, \
   .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \
-  .arange = sim_arange, .random = sim_random, .index_select = sim_index_select
+  .arange = sim_arange, .random = sim_random, .index_select = sim_index_select, \
+  .check_index = sim_check_index
 
 const gs_backend gs_backend_sim = {.name = "sim", .host_memory = true, SIM_SLOTS};
 /* The same devices as a real GPU's memory looks to the engine: copies

@@ -99,7 +99,8 @@ static const gs_loop_fn loops_i64[GS_B_COUNT] = {
 #define KERNEL_I64(ID, name, ...) [GS_B_##ID] = name##_i64,
   GS_BINARY_OPS(KERNEL_I64)};
 
-gs_status gs_cpu_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
+gs_status gs_cpu_binary_flagged(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b,
+                                gs_devflag *flag) {
   const gs_loop_fn *table = a->dtype == GS_FLOAT32 ? loops_f32 : a->dtype == GS_FLOAT64 ? loops_f64
                           : a->dtype == GS_INT64 ? loops_i64 : NULL;
   if (!table || !table[op]) return gs_error("binary op %d: no CPU kernel for %s", op, gs_dtype_name(a->dtype));
@@ -108,6 +109,18 @@ gs_status gs_cpu_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, con
   /* integer division checks a flag written by every thread: run serially */
   bool serial = op == GS_B_FLOOR_DIV || op == GS_B_REMAINDER;
   gs_cpu_foreach(3, ops, table[op], &ctx, serial && a->dtype == GS_INT64);
-  if (ctx.zero_div) return gs_error("ZeroDivisionError: integer division or modulo by zero");
-  return GS_OK;
+  if (!ctx.zero_div) return GS_OK;
+  int code = op == GS_B_FLOOR_DIV ? GS_FLAG_FLOOR_DIVIDE_BY_ZERO : GS_FLAG_REMAINDER_BY_ZERO;
+  if (flag) {
+    gs_devflag_raise(flag, code, 0, 0, 0);
+    return GS_OK;
+  }
+  gs_devflag f = {.code = code};
+  char what[128];
+  gs_devflag_describe(&f, what, sizeof what);
+  return gs_error("%s", what);
+}
+
+gs_status gs_cpu_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
+  return gs_cpu_binary_flagged(op, out, a, b, NULL);
 }

@@ -103,7 +103,39 @@ gs_status gs_cpu_arange(gs_tensor *dst, double start, double step) {
   return GS_OK;
 }
 
-gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
+/* The first element of idx (int64, 1-d, any stride) outside [0, size) is
+ * reported at once (flag NULL) or recorded in flag; true when all fit. */
+static gs_status check_index(const gs_tensor *idx, int64_t size, int code, int dim, gs_devflag *flag, bool *ok) {
+  const int64_t *ix = (const int64_t *)gs_tensor_ptr(idx);
+  int64_t n = gs_numel(idx), istride = idx->ndim ? idx->stride[0] : 0;
+  *ok = true;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = ix[j * istride];
+    if (k >= 0 && k < size) continue;
+    *ok = false;
+    gs_devflag f = {.code = code, .dim = dim, .value = k, .limit = size};
+    if (flag) {
+      gs_devflag_raise(flag, code, dim, k, size);
+      return GS_OK;
+    }
+    char what[256];
+    gs_devflag_describe(&f, what, sizeof what);
+    return gs_error("%s", what);
+  }
+  return GS_OK;
+}
+
+gs_status gs_cpu_check_index_flagged(const gs_tensor *idx, int64_t size, int code, gs_devflag *flag) {
+  bool ok;
+  return check_index(idx, size, code, 0, flag, &ok);
+}
+
+gs_status gs_cpu_check_index(const gs_tensor *idx, int64_t size, int code) {
+  return gs_cpu_check_index_flagged(idx, size, code, NULL);
+}
+
+gs_status gs_cpu_index_select_flagged(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx,
+                                      gs_devflag *flag) {
   /* x and out contiguous: [outer, size, inner] -> [outer, nidx, inner] */
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; d++) outer *= x->shape[d];
@@ -114,15 +146,19 @@ gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const
   int64_t istride = idx->ndim ? idx->stride[0] : 0;
   const char *src = gs_tensor_ptr(x);
   char *dst = gs_tensor_ptr(out);
-  for (int64_t j = 0; j < nidx; j++) {
-    int64_t k = ix[j * istride];
-    if (k < 0 || k >= size) /* reported 1-based, as Lua passed them */
-      return gs_error("index %lld is out of bounds for dimension %d with size %lld (valid: 1 to %lld)",
-                      (long long)k + 1, dim + 1, (long long)size, (long long)size);
+  bool ok;
+  GS_TRY(check_index(idx, size, GS_FLAG_INDEX_SELECT, dim, flag, &ok));
+  if (!ok) { /* recorded for later: the output is zeros, as a GPU's gather leaves it */
+    memset(dst, 0, (size_t)(outer * nidx) * row);
+    return GS_OK;
   }
   if (row == 0) return GS_OK; /* nothing to copy (an empty x may have no buffer) */
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < nidx; j++)
       memcpy(dst + (o * nidx + j) * row, src + (o * size + ix[j * istride]) * row, row);
   return GS_OK;
+}
+
+gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
+  return gs_cpu_index_select_flagged(out, x, dim, idx, NULL);
 }

@@ -34,6 +34,7 @@ typedef int (*sgemm_batched_fn)(blas_handle, int, int, int, int, int, const floa
 typedef int (*dgemm_batched_fn)(blas_handle, int, int, int, int, int, const double *, const double *, int, long long,
                                 const double *, int, long long, const double *, double *, int, long long, int);
 typedef const char *(*status_string_fn)(int);
+typedef int (*set_workspace_fn)(blas_handle, void *, size_t);
 
 static struct {
   void *lib;
@@ -43,6 +44,7 @@ static struct {
   sgemm_batched_fn sgemm;
   dgemm_batched_fn dgemm;
   status_string_fn status_string; /* optional (cuBLAS >= 11.4) */
+  set_workspace_fn set_workspace; /* optional (cuBLAS >= 11.0) */
 } blas;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -61,6 +63,7 @@ static void load(void) {
   *(void **)&blas.sgemm = dlsym(blas.lib, "cublasSgemmStridedBatched");
   *(void **)&blas.dgemm = dlsym(blas.lib, "cublasDgemmStridedBatched");
   *(void **)&blas.status_string = dlsym(blas.lib, "cublasGetStatusString");
+  *(void **)&blas.set_workspace = dlsym(blas.lib, "cublasSetWorkspace_v2");
   if (!blas.create || !blas.set_stream || !blas.sgemm || !blas.dgemm) {
     snprintf(blas.error, sizeof blas.error, "cuBLAS was loaded but lacks cublasCreate_v2, cublasSetStream_v2 or "
              "cublas[SD]gemmStridedBatched");
@@ -82,6 +85,38 @@ gs_status gs_cublas_fail(int status, const char *expr, const char *file, int lin
                        name ? name : "unknown status", status, expr, file, line);
 }
 
+enum { BLAS_ALLOC_FAILED = 3 };
+
+/* cuBLAS's workspace, taken from the caching allocator (so it shows in
+ * memory_allocated and is not a second pool the cache cannot see): as
+ * PyTorch sizes it, 32 MiB on Hopper and newer, 8 MiB before. */
+static size_t workspace_bytes(int index) {
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    major = 0;
+  }
+  return major >= 9 ? (size_t)32 << 20 : (size_t)8 << 20;
+}
+
+/* A new handle for the device with its workspace. cuBLAS allocates when
+ * a handle is made: on CUBLAS_STATUS_ALLOC_FAILED the cache is emptied
+ * and it is tried once more. Handle lock held. */
+static int create_handle(int index, blas_handle *h) {
+  int st = blas.create(h);
+  if (st == BLAS_ALLOC_FAILED) {
+    gs_cuda_empty_cache(index);
+    st = blas.create(h);
+  }
+  if (st != 0 || !blas.set_workspace) return st;
+  size_t n = workspace_bytes(index);
+  void *ws = gs_cuda_scratch_alloc(index, n);
+  if (!ws) return 0; /* no room: cuBLAS keeps its own default workspace */
+  if (blas.set_workspace(*h, ws, n) != 0) gs_cuda_scratch_free(index, ws, n);
+  /* else the workspace lives as long as the handle: the whole process */
+  return 0;
+}
+
 /* The device's cuBLAS handle, made on first use, bound to its stream. */
 static gs_status handle_for(int index, cudaStream_t st, blas_handle *out) {
   pthread_once(&load_once, load);
@@ -89,7 +124,7 @@ static gs_status handle_for(int index, cudaStream_t st, blas_handle *out) {
   if (index < 0 || index >= 64) return gs_error("cuda:%d: device ordinal out of range for cuBLAS", index);
   pthread_mutex_lock(&handle_lock);
   int st_create = 0;
-  if (!handles[index]) st_create = blas.create(&handles[index]);
+  if (!handles[index]) st_create = create_handle(index, &handles[index]);
   blas_handle h = handles[index];
   if (st_create != 0) handles[index] = NULL;
   pthread_mutex_unlock(&handle_lock);
@@ -160,18 +195,23 @@ gs_status gs_cuda_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
   const gs_tensor *A = pa ? pa : a, *Bm = pb ? pb : b;
   long long sa = A->stride[0], sb = Bm->stride[0], sc = (long long)(M * N);
   int opa = ta ? BLAS_OP_T : BLAS_OP_N, opb = tb ? BLAS_OP_T : BLAS_OP_N;
-  int st_blas;
-  /* column-major C^T [N, M] = B^T [N, K] x A^T [K, M] */
-  if (c->dtype == GS_FLOAT32) {
-    const float one = 1.0f, zero = 0.0f;
-    st_blas = blas.sgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, (const float *)gs_tensor_ptr(Bm), (int)ldb, sb,
-                         (const float *)gs_tensor_ptr(A), (int)lda, sa, &zero, (float *)gs_tensor_ptr(c), (int)N, sc,
-                         (int)B);
-  } else {
-    const double one = 1.0, zero = 0.0;
-    st_blas = blas.dgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, (const double *)gs_tensor_ptr(Bm), (int)ldb, sb,
-                         (const double *)gs_tensor_ptr(A), (int)lda, sa, &zero, (double *)gs_tensor_ptr(c), (int)N,
-                         sc, (int)B);
+  int st_blas = 0;
+  /* column-major C^T [N, M] = B^T [N, K] x A^T [K, M]; a product that
+   * cannot allocate is tried once more after the cache is emptied */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (attempt) gs_cuda_empty_cache(index);
+    if (c->dtype == GS_FLOAT32) {
+      const float one = 1.0f, zero = 0.0f;
+      st_blas = blas.sgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, (const float *)gs_tensor_ptr(Bm), (int)ldb, sb,
+                           (const float *)gs_tensor_ptr(A), (int)lda, sa, &zero, (float *)gs_tensor_ptr(c), (int)N,
+                           sc, (int)B);
+    } else {
+      const double one = 1.0, zero = 0.0;
+      st_blas = blas.dgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, (const double *)gs_tensor_ptr(Bm), (int)ldb,
+                           sb, (const double *)gs_tensor_ptr(A), (int)lda, sa, &zero, (double *)gs_tensor_ptr(c),
+                           (int)N, sc, (int)B);
+    }
+    if (st_blas != BLAS_ALLOC_FAILED) break;
   }
   /* scratch goes back to the cache; its reuse is queued after this product */
   gs_tensor_release(pa);

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 #include "gs_backend.h"
+#include "gs_devflag.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +26,14 @@ gs_status gs_cuda_stream(int index, cudaStream_t *out);
  * freed as soon as the work using it is queued. */
 void *gs_cuda_scratch_alloc(int index, size_t nbytes);
 void gs_cuda_scratch_free(int index, void *ptr, size_t nbytes);
+/* The device's error record (gs_devflag.h) in device memory, for kernels
+ * that find bad data (an integer division by zero, an index out of
+ * range): they record it there and finish, and the backend reports it at
+ * the next copy to the host or synchronize. NULL before the device's
+ * stream exists (gs_cuda_stream makes both). */
+gs_devflag *gs_cuda_flag(int index);
+/* Gives every wholly free cached segment of the device back (empty_cache). */
+void gs_cuda_empty_cache(int index);
 /* Turns a failed CUDA call into a gs_error naming the call, file and line
  * (out of memory becomes GS_ERR_OOM). Clears the non-sticky error state. */
 gs_status gs_cuda_fail(cudaError_t err, const char *expr, const char *file, int line);
@@ -58,6 +67,7 @@ gs_status gs_cuda_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const 
 gs_status gs_cuda_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log);   /* softmax.cu */
 gs_status gs_cuda_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset); /* random.cu */
 gs_status gs_cuda_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx); /* index.cu */
+gs_status gs_cuda_check_index(const gs_tensor *idx, int64_t size, int code);          /* index.cu */
 gs_status gs_cuda_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);       /* cuda_blas.c */
 /* int64 products, c[z] = a[z] @ b[z] with any strides (cuBLAS has none). */
 gs_status gs_cuda_gemm_i64(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);   /* gemm.cu */

@@ -8,10 +8,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "gs_alloc_host.h"
+#include "gs_block_pool.h"
 
 #define MIN_BLOCK 64          /* the smallest size class */
 #define HUGE_PAGE ((size_t)2 << 20)
-#define NCLASSES (64 * 4)
+#define NCLASSES GS_POOL_BINS
 #define CACHE_LIMIT ((size_t)4 << 30)
 
 typedef struct block { struct block *next; } block;
@@ -20,20 +21,12 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static block *bins[NCLASSES];
 static size_t cached_bytes, in_use_bytes, peak_bytes;
 
-/* Size classes: 4 steps per power of two, so waste stays under 25%. */
-static int size_class(size_t n, size_t *rounded) {
-  int k = 63 - __builtin_clzll((unsigned long long)n); /* 2^k <= n */
-  size_t base = (size_t)1 << k, step = base / 4;
-  size_t q = (n - base + step - 1) / step;             /* 0..4 */
-  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
-  *rounded = base + q * step;
-  return k * 4 + (int)q;
-}
-
+/* Blocks are kept by size class (gs_size_class, shared with the device
+ * allocator's free bins): 4 steps per power of two, under 25% waste. */
 void *gs_host_alloc(size_t n) {
   if (n < MIN_BLOCK) n = MIN_BLOCK;
   size_t rounded;
-  int c = size_class(n, &rounded);
+  int c = gs_size_class(n, &rounded);
   pthread_mutex_lock(&lock);
   block *b = bins[c];
   if (b) { bins[c] = b->next; cached_bytes -= rounded; }
@@ -66,7 +59,7 @@ void gs_host_free(void *p, size_t n) {
   if (!p) return;
   if (n < MIN_BLOCK) n = MIN_BLOCK;
   size_t rounded;
-  int c = size_class(n, &rounded);
+  int c = gs_size_class(n, &rounded);
   pthread_mutex_lock(&lock);
   in_use_bytes -= rounded;
   bool keep = cached_bytes + rounded <= CACHE_LIMIT;

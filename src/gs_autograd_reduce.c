@@ -1,6 +1,7 @@
 /* gs_autograd_reduce.c: differentiable reductions, softmax, matrix
  * products and the negative log-likelihood loss. */
 #include <string.h>
+#include "gs_devflag.h"
 #include "gs_autograd.h"
 
 #define REL(t) gs_tensor_release(t)
@@ -220,22 +221,17 @@ gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out) {
   if (gs_dtype_is_float(target->dtype) || target->dtype == GS_BOOL)
     return gs_error("nll_loss: expected integer class indices as target, got %s", gs_dtype_name(target->dtype));
   GS_TRY(gs_check_same_device(logp, target));
-  /* every class index must be in range: min >= 0 and max < C */
-  gs_tensor *lo = NULL, *hi = NULL, *lh = NULL, *hh = NULL;
+  /* every class index must be in [0, C): checked by the device without
+   * the host waiting (a GPU reports a bad one at the next synchronisation) */
   gs_status s = GS_OK;
   if (target->shape[0] > 0) {
-    s = gs_reduce(GS_R_MIN, target, -1, false, &lo, NULL);
-    if (s == GS_OK) s = gs_reduce(GS_R_MAX, target, -1, false, &hi, NULL);
-    if (s == GS_OK) s = gs_to_host_contiguous(lo, &lh);
-    if (s == GS_OK) s = gs_to_host_contiguous(hi, &hh);
-    if (s == GS_OK) {
-      int64_t mn = gs_load_i64(lh->dtype, gs_tensor_ptr(lh)), mx = gs_load_i64(hh->dtype, gs_tensor_ptr(hh));
-      if (mn < 0 || mx >= logp->shape[1])
-        s = gs_error("Target %lld is out of bounds: class indices must be in 1..%lld",
-                     (long long)(mn < 0 ? mn + 1 : mx + 1), (long long)logp->shape[1]);
-    }
+    const gs_backend *be;
+    GS_DISPATCH(be, target, check_index, "nll_loss");
+    gs_tensor *t64 = NULL;
+    s = gs_cast(target, GS_INT64, &t64);
+    if (s == GS_OK) s = be->check_index(t64, logp->shape[1], GS_FLAG_NLL_TARGET);
+    REL(t64);
   }
-  REL(lo); REL(hi); REL(lh); REL(hh);
   GS_TRY(s);
   gs_tensor *mask = NULL, *picked = NULL, *total = NULL;
   s = one_hot(target, logp->shape[1], logp->dtype, &mask);

@@ -110,8 +110,14 @@ typedef struct gs_backend {
   /* dst contiguous float32/float64 (int64 for GS_RAND_INT): Philox stream
    * (seed, offset) so every device draws the same numbers. */
   gs_status (*random)(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset);
-  /* out = x.index_select(dim, idx) with idx int64 0-based, checked */
+  /* out = x.index_select(dim, idx) with idx int64 0-based, checked: an
+   * index out of range is reported at once (cpu) or recorded in the
+   * device's error record and reported at the next synchronisation
+   * (gs_devflag.h), the output then undefined */
   gs_status (*index_select)(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
+  /* every element of idx (int64, 1-d, any stride) is in [0, size), or the
+   * error `code` (a gs_devflag_code naming the op) is reported, as above */
+  gs_status (*check_index)(const gs_tensor *idx, int64_t size, int code);
 } gs_backend;
 
 extern const gs_backend gs_backend_cpu;

@@ -149,6 +149,11 @@ static gs_status scalar_tensor(const gs_tensor *a, gs_scalar s, gs_dtype dt, gs_
 static gs_status check_int_pow(gs_binary_op op, gs_dtype promoted, gs_scalar s, bool reversed) {
   if (op == GS_B_POW && !reversed && !s.is_float && s.i < 0 && !gs_dtype_is_float(promoted))
     return gs_error("Integers to negative integer powers are not allowed.");
+  /* an integer // or % by a Lua number 0 is refused here, on every device:
+   * a GPU would only find it at the next synchronisation (gs_devflag.h) */
+  if ((op == GS_B_FLOOR_DIV || op == GS_B_REMAINDER) && !reversed && !s.is_float && s.i == 0 &&
+      !gs_dtype_is_float(promoted))
+    return gs_error("ZeroDivisionError: integer division or modulo by zero");
   return GS_OK;
 }
 

@@ -185,6 +185,10 @@ static gs_status copy_across(gs_tensor *dst, const gs_tensor *src) {
   if (gs_tensor_host_addressable(dst) && gs_tensor_host_addressable(src)) {
     GS_TRY(gs_backend_cpu.copy(dst, src));
     count(c, bytes);
+    /* a copy to the host waits for the device: errors its kernels found in
+     * the data surface here (gs_devflag.h), as a real GPU's memcpy reports them */
+    const gs_backend *sb = gs_device_backend(sd);
+    if (dd.type == GS_CPU && sd.type != GS_CPU && sb && sb->synchronize) return sb->synchronize(sd.index);
     return GS_OK;
   }
   bool direct = dst->dtype == src->dtype && gs_is_contiguous(dst);

@@ -223,6 +223,14 @@ function H.errors(fn, needles)
   return err
 end
 
+-- The message of the error fn(...) raises, without Lua's "file:line: "
+-- position prefix; fails when fn succeeds.
+function H.error_message(fn, ...)
+  local ok, err = pcall(fn, ...)
+  if ok then error("expected an error, but the call succeeded", 2) end
+  return (tostring(err):gsub("^[^\n]-:%d+: ", ""))
+end
+
 -- True when the specs run under AddressSanitizer (tools/run_specs.sh
 -- build-san preloads libasan into lua5.4).
 H.UNDER_ASAN = (os.getenv("LD_PRELOAD") or ""):find("asan") ~= nil

@@ -116,7 +116,9 @@ function CrossEntropyLoss:forward(input, target)
         input:size(1), tostring(target.shape)))
     end
   end
-  if target:numel() > 0 then
+  -- (on a GPU the engine checks the targets without waiting for the device,
+  -- and a bad one is reported at the next synchronisation)
+  if target:numel() > 0 and target.device.type == "cpu" then
     local lo, hi = target:min():item(), target:max():item()
     if lo < 1 or hi > C then
       local bad = lo < 1 and lo or hi

@@ -1,0 +1,307 @@
+/* gs_block_pool.c: best-fit caching of device memory with splitting and
+ * merging (see gs_block_pool.h). Block records live in host memory, so
+ * the device memory itself is never touched: the code serves a CUDA
+ * device and a simulated one alike. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gs_block_pool.h"
+
+struct gs_pblock {
+  char *ptr;
+  size_t size;
+  gs_pblock *prev, *next;   /* neighbours in the segment, by address */
+  gs_pblock *fprev, *fnext; /* the free bin's list, while free */
+  gs_pblock *hnext;         /* the in-use table's chain, while in use */
+  bool free, large;
+  int bin;
+};
+
+int gs_size_class(size_t n, size_t *rounded) {
+  if (n < 4) n = 4;
+  int k = 63 - __builtin_clzll((unsigned long long)n); /* 2^k <= n */
+  size_t base = (size_t)1 << k, step = base / 4;
+  size_t q = (n - base + step - 1) / step;             /* 0..4 */
+  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
+  if (rounded) *rounded = base + q * step;
+  return k * 4 + (int)q;
+}
+
+size_t gs_pool_round(size_t n) {
+  if (n == 0) n = 1;
+  return (n + GS_POOL_MIN_BLOCK - 1) / GS_POOL_MIN_BLOCK * GS_POOL_MIN_BLOCK;
+}
+
+size_t gs_pool_pytorch_segment(size_t rounded) {
+  const size_t two = (size_t)2 << 20;
+  if (rounded <= GS_POOL_SMALL_SIZE) return two;
+  if (rounded < ((size_t)10 << 20)) return (size_t)20 << 20;
+  return (rounded + two - 1) / two * two;
+}
+
+void gs_pool_init(gs_block_pool *p, const gs_pool_device *dev) {
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->lock, NULL);
+  p->dev = *dev;
+}
+
+/* ---- free bins ---- */
+
+static void bin_insert(gs_block_pool *p, gs_pblock *b) {
+  b->bin = gs_size_class(b->size, NULL);
+  gs_pblock **head = &p->bins[b->large][b->bin];
+  b->fprev = NULL;
+  b->fnext = *head;
+  if (*head) (*head)->fprev = b;
+  *head = b;
+  b->free = true;
+}
+
+static void bin_remove(gs_block_pool *p, gs_pblock *b) {
+  if (b->fprev) b->fprev->fnext = b->fnext;
+  else p->bins[b->large][b->bin] = b->fnext;
+  if (b->fnext) b->fnext->fprev = b->fprev;
+  b->fprev = b->fnext = NULL;
+  b->free = false;
+}
+
+/* The smallest free block of the pool that holds n bytes: in n's own size
+ * class some blocks may be smaller than n; in any higher class all fit. */
+static gs_pblock *best_fit(gs_block_pool *p, bool large, size_t n) {
+  for (int c = gs_size_class(n, NULL); c < GS_POOL_BINS; c++) {
+    gs_pblock *best = NULL;
+    for (gs_pblock *b = p->bins[large][c]; b; b = b->fnext)
+      if (b->size >= n && (!best || b->size < best->size || (b->size == best->size && b->ptr < best->ptr))) best = b;
+    if (best) return best;
+  }
+  return NULL;
+}
+
+/* ---- blocks in use, by address ---- */
+
+static size_t slot(const gs_block_pool *p, const void *ptr) {
+  uint64_t h = (uint64_t)(uintptr_t)ptr >> 9;
+  h *= 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 20) & (p->table_cap - 1);
+}
+
+static bool table_grow(gs_block_pool *p) {
+  size_t cap = p->table_cap ? p->table_cap * 2 : 1024;
+  gs_pblock **t = calloc(cap, sizeof *t);
+  if (!t) return p->table_cap > 0; /* a full table still works, with longer chains */
+  gs_pblock **old = p->table;
+  size_t oldcap = p->table_cap;
+  p->table = t;
+  p->table_cap = cap;
+  for (size_t i = 0; i < oldcap; i++) {
+    for (gs_pblock *b = old[i], *nx; b; b = nx) {
+      nx = b->hnext;
+      size_t s = slot(p, b->ptr);
+      b->hnext = t[s];
+      t[s] = b;
+    }
+  }
+  free(old);
+  return true;
+}
+
+static bool table_insert(gs_block_pool *p, gs_pblock *b) {
+  if (p->table_count + 1 > p->table_cap && !table_grow(p)) return false;
+  size_t s = slot(p, b->ptr);
+  b->hnext = p->table[s];
+  p->table[s] = b;
+  p->table_count++;
+  return true;
+}
+
+static gs_pblock *table_find(gs_block_pool *p, const void *ptr, bool remove) {
+  if (!p->table_cap) return NULL;
+  for (gs_pblock **at = &p->table[slot(p, ptr)]; *at; at = &(*at)->hnext) {
+    gs_pblock *b = *at;
+    if (b->ptr != ptr) continue;
+    if (remove) { *at = b->hnext; p->table_count--; b->hnext = NULL; }
+    return b;
+  }
+  return NULL;
+}
+
+/* ---- segments ---- */
+
+static void *raw_segment(gs_block_pool *p, size_t bytes) {
+  if (!p->dev.raw_alloc || (p->dev.limit && p->st.reserved + bytes > p->dev.limit)) return NULL;
+  return p->dev.raw_alloc(p->dev.ctx, bytes);
+}
+
+/* Releases every wholly free segment. Lock held. */
+static size_t release_locked(gs_block_pool *p) {
+  size_t released = 0;
+  for (int l = 0; l < 2; l++)
+    for (int c = 0; c < GS_POOL_BINS; c++) {
+      gs_pblock *b = p->bins[l][c];
+      while (b) {
+        gs_pblock *nx = b->fnext;
+        if (!b->prev && !b->next) {
+          bin_remove(p, b);
+          p->dev.raw_free(p->dev.ctx, b->ptr, b->size);
+          p->st.reserved -= b->size;
+          p->st.n_segments--;
+          released += b->size;
+          free(b);
+        }
+        b = nx;
+      }
+    }
+  return released;
+}
+
+/* A block record for a new segment of the size policy's choosing. */
+static gs_pblock *new_segment(gs_block_pool *p, size_t n, bool large) {
+  size_t seg = p->dev.segment_size ? p->dev.segment_size(n) : n;
+  if (seg < n) seg = n;
+  void *mem = raw_segment(p, seg);
+  if (!mem && release_locked(p) > 0) { /* cached segments were in the way */
+    p->st.n_flushes++;
+    mem = raw_segment(p, seg);
+  }
+  if (!mem) return NULL;
+  gs_pblock *b = calloc(1, sizeof *b);
+  if (!b) {
+    p->dev.raw_free(p->dev.ctx, mem, seg);
+    return NULL;
+  }
+  b->ptr = mem;
+  b->size = seg;
+  b->large = large;
+  p->st.reserved += seg;
+  p->st.n_segments++;
+  if (p->st.reserved > p->st.peak_reserved) p->st.peak_reserved = p->st.reserved;
+  return b;
+}
+
+/* Splits off what b holds beyond n when it is worth keeping as a block. */
+static void split(gs_block_pool *p, gs_pblock *b, size_t n) {
+  size_t rest = b->size - n;
+  if (b->large ? rest <= GS_POOL_SMALL_SIZE : rest < GS_POOL_MIN_BLOCK) return;
+  gs_pblock *r = calloc(1, sizeof *r);
+  if (!r) return; /* no record: the block stays whole */
+  r->ptr = b->ptr + n;
+  r->size = rest;
+  r->large = b->large;
+  r->prev = b;
+  r->next = b->next;
+  if (b->next) b->next->prev = r;
+  b->next = r;
+  b->size = n;
+  bin_insert(p, r);
+  p->st.n_splits++;
+}
+
+/* Merges a free block into b (its neighbour), dropping a's record. */
+static void absorb(gs_block_pool *p, gs_pblock *b, gs_pblock *a) {
+  b->size += a->size;
+  b->next = a->next;
+  if (a->next) a->next->prev = b;
+  free(a);
+  p->st.n_merges++;
+}
+
+void *gs_pool_alloc(gs_block_pool *p, size_t n) {
+  size_t r = gs_pool_round(n);
+  bool large = r > GS_POOL_SMALL_SIZE;
+  pthread_mutex_lock(&p->lock);
+  gs_pblock *b = best_fit(p, large, r);
+  if (b) {
+    bin_remove(p, b);
+    p->st.n_cache_hits++;
+  } else if (!(b = new_segment(p, r, large))) {
+    p->st.n_ooms++;
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+  }
+  if (!table_insert(p, b)) { /* no host memory to track it: give it back */
+    bin_insert(p, b);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+  }
+  split(p, b, r);
+  p->st.allocated += b->size;
+  p->st.n_alloc++;
+  if (p->st.allocated > p->st.peak_allocated) p->st.peak_allocated = p->st.allocated;
+  pthread_mutex_unlock(&p->lock);
+  return b->ptr;
+}
+
+void gs_pool_free(gs_block_pool *p, void *ptr) {
+  if (!ptr) return;
+  pthread_mutex_lock(&p->lock);
+  gs_pblock *b = table_find(p, ptr, true);
+  if (b) {
+    p->st.allocated -= b->size;
+    p->st.n_free++;
+    if (b->next && b->next->free) {
+      bin_remove(p, b->next);
+      absorb(p, b, b->next);
+    }
+    if (b->prev && b->prev->free) {
+      gs_pblock *pv = b->prev;
+      bin_remove(p, pv);
+      absorb(p, pv, b);
+      b = pv;
+    }
+    bin_insert(p, b);
+  }
+  pthread_mutex_unlock(&p->lock);
+}
+
+size_t gs_pool_block_size(gs_block_pool *p, void *ptr) {
+  pthread_mutex_lock(&p->lock);
+  gs_pblock *b = table_find(p, ptr, false);
+  size_t n = b ? b->size : 0;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
+
+size_t gs_pool_release(gs_block_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  size_t n = release_locked(p);
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
+
+void gs_pool_stats_get(gs_block_pool *p, gs_pool_stats *out) {
+  pthread_mutex_lock(&p->lock);
+  *out = p->st;
+  pthread_mutex_unlock(&p->lock);
+}
+
+void gs_pool_reset_peak(gs_block_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  p->st.peak_allocated = p->st.allocated;
+  p->st.peak_reserved = p->st.reserved;
+  pthread_mutex_unlock(&p->lock);
+}
+
+static int by_size_desc(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+size_t gs_pool_free_blocks(gs_block_pool *p, size_t *sizes, size_t max) {
+  pthread_mutex_lock(&p->lock);
+  size_t count = 0;
+  for (int l = 0; l < 2; l++)
+    for (int c = 0; c < GS_POOL_BINS; c++)
+      for (gs_pblock *b = p->bins[l][c]; b; b = b->fnext) count++;
+  size_t *all = count ? malloc(count * sizeof *all) : NULL;
+  size_t k = 0;
+  if (all) {
+    for (int l = 0; l < 2; l++)
+      for (int c = 0; c < GS_POOL_BINS; c++)
+        for (gs_pblock *b = p->bins[l][c]; b; b = b->fnext) all[k++] = b->size;
+    qsort(all, k, sizeof *all, by_size_desc);
+    for (size_t i = 0; i < k && i < max; i++) sizes[i] = all[i];
+    free(all);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return count;
+}
