@@ -49,6 +49,19 @@ int gs_cuda_device_count(void) {
 
 int gs_cuda_current_device(void) { return current_cuda; }
 
+size_t gs_device_bytes_allocated(void) {
+  size_t total = 0;
+  for (int i = 0, n = gs_cuda_device_count(); i < n; i++) {
+    gs_device d = {GS_CUDA, i};
+    const gs_backend *be = gs_device_backend(d);
+    if (!be || !be->mem_stats) continue;
+    gs_mem_stats s;
+    be->mem_stats(i, &s);
+    total += s.allocated;
+  }
+  return total;
+}
+
 /* "available: cpu and 2 simulated GPUs, cuda:0 and cuda:1": what this
  * session has, for error messages that name what exists. */
 void gs_devices_describe(char *buf, size_t n) {

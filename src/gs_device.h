@@ -20,6 +20,9 @@ struct gs_backend;
  * start; nothing touches a real GPU until it is used. */
 void gs_devices_init(int sim_gpus, size_t sim_mem);
 int gs_cuda_device_count(void);
+/* Bytes in live tensors on every CUDA device, real or simulated (what
+ * memory_allocated() adds up to), for pacing the Lua collector. */
+size_t gs_device_bytes_allocated(void);
 bool gs_cuda_is_simulated(void);
 /* The cap each simulated device was given (0: none), for re-configuring. */
 size_t gs_devices_sim_mem(void);

@@ -15,6 +15,7 @@ int gsL_raise(lua_State *L) { return luaL_error(L, "%s", gs_last_error()); }
 
 static const char *IDENTITY = "gshell.tensor_objects"; /* weak: gs_tensor* -> userdata */
 static size_t pressure, pressure_limit = (size_t)64 << 20, step_debt;
+static uint64_t full_collections; /* run by add_pressure, for torch._gc_pacing() */
 
 /* Tensor memory is invisible to Lua's collector, which sees 8 bytes per
  * tensor. Each new tensor's headers, and a 64th of its fresh data, count
@@ -22,8 +23,9 @@ static size_t pressure, pressure_limit = (size_t)64 << 20, step_debt;
  * garbage tensors are reclaimed at the pace they are made and reused
  * while still in cache. (Counting all the data would run a whole cycle
  * per op on mid-sized tensors.) A full collection also runs once fresh
- * data has grown by as much as is live, which bounds loops over big
- * tensors. */
+ * data has grown by as much as is live -- host and device memory both, so
+ * a GPU workload with 10 GB of live tensors is not collected in full every
+ * 64 MB -- which bounds loops over big tensors. */
 static void add_pressure(lua_State *L, size_t bytes) {
   if (!lua_gc(L, LUA_GCISRUNNING)) return; /* collectgarbage("stop") is respected */
   step_debt += sizeof(gs_tensor) + sizeof(gs_buffer) + bytes / 64;
@@ -35,9 +37,21 @@ static void add_pressure(lua_State *L, size_t bytes) {
   pressure += bytes;
   if (pressure < pressure_limit) return;
   lua_gc(L, LUA_GCCOLLECT);
+  full_collections++;
   pressure = 0;
-  size_t live = gs_host_bytes_in_use();
+  size_t live = gs_host_bytes_in_use() + gs_device_bytes_allocated();
   pressure_limit = live > ((size_t)64 << 20) ? live : (size_t)64 << 20;
+}
+
+/* torch._gc_pacing(): {full_collections =, limit =} (specs: how often the
+ * binding ran a full collection, and the fresh bytes that trigger the next). */
+int gsL_gc_pacing(lua_State *L) {
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, (lua_Integer)full_collections);
+  lua_setfield(L, -2, "full_collections");
+  lua_pushinteger(L, (lua_Integer)pressure_limit);
+  lua_setfield(L, -2, "limit");
+  return 1;
 }
 
 

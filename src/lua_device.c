@@ -345,6 +345,7 @@ void gsL_open_device(lua_State *L) {
     {"_default_device_raw", l_default_device_raw},
     {"set_log_device_placement", l_set_log_device_placement},
     {"get_log_device_placement", l_get_log_device_placement}, {"_sim_configure", l_sim_configure},
+    {"_gc_pacing", gsL_gc_pacing},
     {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

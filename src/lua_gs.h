@@ -23,6 +23,7 @@ gs_tensor *gsL_checktensor(lua_State *L, int idx);
 /* Records the tensor object at idx as its tensor's one Lua value (done
  * when the engine starts holding the tensor, e.g. x.grad = g). */
 void gsL_register(lua_State *L, int idx);
+int gsL_gc_pacing(lua_State *L); /* torch._gc_pacing() */
 gs_tensor *gsL_testtensor(lua_State *L, int idx);   /* NULL for non-tensors and closed ones */
 void gsL_set_tensor_mt(const void *mt);
 
