@@ -155,8 +155,9 @@ $(FUZZ_DIR)/obj:
 # lack this one's packages, with the CUDA check script, in
 # $(BUILD)/gpu-bundle.tar.gz. Lua, readline (with terminfo), OpenBLAS
 # (with its Fortran runtime) and the C++ runtime are linked statically,
-# cudart is static already; glibc stays dynamic (cuBLAS is dlopen'ed from
-# the target machine's CUDA installation). Run there as
+# cudart is static already; glibc stays dynamic (cuBLAS is dlopen'ed on
+# the target machine: next to gshell, on the loader's path, in the CUDA
+# toolkit or in pip's nvidia wheels; see src/gs_dlopen.h). Run there as
 #   tar xzf gpu-bundle.tar.gz && gpu-bundle/gshell gpu-bundle/gpu_check.lua
 BUNDLE_DIR  := $(BUILD)/gpu-bundle
 STATIC_LIBS := /usr/lib/x86_64-linux-gnu/liblua5.4.a /usr/lib/x86_64-linux-gnu/libreadline.a \
@@ -168,9 +169,9 @@ gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	mkdir -p $(BUNDLE_DIR)
 	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(filter-out $(BUILD)/obj/kernel%,$(SHELL_OBJS)) $(STATIC_LIBS) \
 	  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -ldl -lrt -lpthread -Wl,-E
-	cp tools/gpu_check.lua $(BUNDLE_DIR)/
+	cp tools/gpu_check.lua tools/gpu_big.lua $(BUNDLE_DIR)/
 	printf '%s\n' '#!/bin/sh' '# Runs the CUDA check next to this script: ./run_gpu_check.sh [cuda:N] [-v]' \
 	  'cd "$$(dirname "$$0")" && exec ./gshell gpu_check.lua "$$@"' > $(BUNDLE_DIR)/run_gpu_check.sh
 	chmod +x $(BUNDLE_DIR)/run_gpu_check.sh
 	tar -C $(BUILD) -czf $(BUILD)/gpu-bundle.tar.gz gpu-bundle
-	@echo "$(BUILD)/gpu-bundle.tar.gz: gshell, gpu_check.lua, run_gpu_check.sh"
+	@echo "$(BUILD)/gpu-bundle.tar.gz: gshell, gpu_check.lua, gpu_big.lua, run_gpu_check.sh"

@@ -330,15 +330,16 @@ check("operators + - * / // % ^ and in-place forms", function()
   same_op(function(x) return x:abs() ^ 0.5, 2 - x end, {a}, 1e-6, 1e-6)
   same_op(function(x, y) local z = x:clone(); z:add_(y); z:mul_(2); z:sub_(y); z:div_(y); return z end, {a, b}, 1e-5, 1e-6)
 end)
-check("integer division by zero raises ZeroDivisionError", function()
-  local a, b = torch.tensor({1, 2, 3}), torch.tensor({1, 0, 1})
-  local ok, msg = pcall(function() return a:to(dev) // b:to(dev) end)
+check("integer division by a Lua number 0 is refused at once", function()
+  local a = torch.tensor({1, 2, 3})
+  local ok, msg = pcall(function() return a:to(dev) // 0 end)
   expect(not ok and tostring(msg):find("ZeroDivisionError", 1, true), "got " .. tostring(msg))
   ok, msg = pcall(function() return a:to(dev) % 0 end)
   expect(not ok and tostring(msg):find("ZeroDivisionError", 1, true), "remainder: got " .. tostring(msg))
   local g = a:to(dev)
-  pcall(function() g:floor_divide_(b:to(dev)) end)
-  expect_same(a, g, nil, nil, "a failed in-place division must leave its target untouched")
+  pcall(function() g:floor_divide_(0) end)
+  expect_same(a, g, nil, nil, "a refused in-place division must leave its target untouched")
+  torch.cuda.synchronize() -- nothing was queued
 end)
 check("mixed dtypes promote as on the cpu", function()
   same_op(function(x, y) return x + y end, {torch.randint(0, 9, {6}, {dtype = torch.int32}), torch.randn(6)}, 1e-6, 0)
@@ -456,12 +457,35 @@ check("index_select every dim and dtype", function()
   end
   same_op(function(a, i) return a:index_select(1, i) end, {x, torch.tensor({2, 4, 5, 1, 3}):narrow(1, 2, 3)})
 end)
-check("index_select out of range gives the cpu's message", function()
-  local x, idx = torch.randn(4, 3), torch.tensor({1, 9, 2, 12})
+check("index_select out of range: the cpu's message at the next synchronisation, device still usable", function()
+  local x, idx = torch.randn(4, 3), torch.tensor({1, 9, 2})
   local _, m1 = pcall(function() return x:index_select(1, idx) end)
-  local ok, m2 = pcall(function() return x:to(dev):index_select(1, idx:to(dev)) end)
-  m1, m2 = tostring(m1):gsub("^.-:%d+: ", ""), tostring(m2):gsub("^.-:%d+: ", "") -- drop the positions
-  expect(not ok and m1 == m2, ("cpu %q, cuda %q"):format(m1, m2))
+  m1 = tostring(m1):gsub("^.-:%d+: ", "")
+  local y = x:to(dev):index_select(1, idx:to(dev)) -- no error yet: the kernel records it
+  local ok, m2 = pcall(function() return y:cpu() end)
+  expect(not ok and tostring(m2):find(m1, 1, true) and tostring(m2):find("index_select on " .. dev, 1, true),
+    ("cpu %q, cuda %q"):format(m1, tostring(m2)))
+  expect(x:to(dev):index_select(1, torch.tensor({2, 1}):to(dev)):cpu():equal(x:index_select(1, torch.tensor({2, 1}))),
+    "index_select after the error")
+end)
+check("integer // and % by a zero element: ZeroDivisionError naming the op at synchronize", function()
+  local a, b = torch.tensor({5, 6}):to(dev), torch.tensor({1, 0}):to(dev)
+  local _ = a // b
+  local ok, m = pcall(torch.cuda.synchronize)
+  expect(not ok and tostring(m):find("floor_divide on " .. dev, 1, true) and tostring(m):find("ZeroDivisionError", 1, true),
+    "got " .. tostring(m))
+  local _ = a:remainder(b)
+  ok, m = pcall(function() return a:tolist() end)
+  expect(not ok and tostring(m):find("remainder on " .. dev, 1, true), "got " .. tostring(m))
+  expect((a // torch.tensor({2, 3}):to(dev)):tolist()[2] == 2, "device unusable after the error")
+end)
+check("nll_loss: a bad target is reported at the next copy, a good one gives the cpu's loss", function()
+  local lp = torch.randn(5, 4):log_softmax(2)
+  local t = torch.tensor({1, 4, 2, 3, 1})
+  expect_same(torch.nll_loss(lp, t), torch.nll_loss(lp:to(dev), t:to(dev)), 1e-6, 1e-6)
+  local bad = torch.nll_loss(lp:to(dev), torch.tensor({1, 5, 2, 3, 1}):to(dev))
+  local ok, m = pcall(function() return bad:item() end)
+  expect(not ok and tostring(m):find("Target 5 is out of bounds", 1, true), "got " .. tostring(m))
 end)
 
 ---------------------------------------------------------------- matrix products
@@ -555,6 +579,21 @@ check("memory figures: allocated, peak, reserved, empty_cache, mem_get_info", fu
   expect(torch.cuda.memory_reserved(dev) == torch.cuda.memory_allocated(dev), "empty_cache left cached blocks")
   local free, total = torch.cuda.mem_get_info(dev)
   expect(type(free) == "number" and total > 0 and free <= total, "mem_get_info")
+end)
+check("the allocator serves a smaller tensor from a freed larger block (best fit, split)", function()
+  torch.cuda.synchronize()
+  collectgarbage(); collectgarbage()
+  torch.cuda.empty_cache()
+  local x = torch.empty(2 * 1024 * 1024, {device = dev}) -- 8 MiB: a 20 MiB segment
+  local reserved = torch.cuda.memory_reserved(dev)
+  x = nil
+  collectgarbage(); collectgarbage()
+  local y = torch.empty(512 * 1024, {device = dev})      -- 2 MiB, carved from the cached segment
+  local z = torch.empty(1536 * 1024, {device = dev})     -- 6 MiB, the same segment's rest
+  expect(torch.cuda.memory_reserved(dev) == reserved,
+    ("reserved grew from %d to %d"):format(reserved, torch.cuda.memory_reserved(dev)))
+  y:fill_(1); z:fill_(2)
+  expect(y:sum():item() == 512 * 1024 and z:sum():item() == 2 * 1536 * 1024, "split blocks overlap")
 end)
 check("out of memory is a clean error with PyTorch's message", function()
   local ok, msg = pcall(function() return torch.empty(1024, 1024, 1024, 1024, {device = dev}) end) -- 4 TiB
