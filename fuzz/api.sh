@@ -11,9 +11,10 @@ secs=${2:-60}
 seed=${3:-}
 case=${4:-}
 [ -n "$seed" ] || seed=$(date +%s)
-export LUA_CPATH="$build/?.so;;"
+root=$(pwd)
+export LUA_CPATH="$root/$build/?.so;;"
 export FUZZ_SEED="$seed" FUZZ_SECONDS="$secs" FUZZ_CASE="$case"
-export FUZZ_LAST="$build/fuzz-api.case"
+export FUZZ_LAST="$root/$build/fuzz-api.case"
 # Memory limits keep "possible but huge" sizes from swapping the machine:
 # allocations past 1 GiB fail (the engine reports out of memory), and the
 # simulated GPUs have 256 MiB each.
@@ -23,8 +24,12 @@ ASAN_EXTRA="allocator_may_return_null=1:max_allocation_size_mb=1024"
 log=$(mktemp)
 rm -f "$FUZZ_LAST"
 # the watchdog: the run's own time plus room for one slow case
-LD_PRELOAD="$pre" timeout -k 10 $((secs + 120)) lua5.4 fuzz/api.lua > "$log" 2>&1
+# run from a scratch directory: a stray write by a call under test cannot
+# land in the source tree
+scratch=$(mktemp -d)
+(cd "$scratch" && LD_PRELOAD="$pre" timeout -k 10 $((secs + 120)) lua5.4 "$root/fuzz/api.lua" > "$log" 2>&1)
 status=$?
+rm -rf "$scratch"
 cat "$log"
 bad=0
 if grep -q 'ERROR: \(Address\|Leak\)Sanitizer\|runtime error:\|SUMMARY: \(Address\|Undefined\)' "$log"; then
