@@ -8,6 +8,8 @@
 #include "gs_autograd.h"
 
 bool gs_grad_enabled = true;
+gs_status (*gs_grad_ready_hook)(gs_tensor *leaf) = NULL;
+gs_status (*gs_backward_end_hook)(bool ok) = NULL;
 
 const char *gs_grad_fn_name(const gs_node *n) { return n ? n->name : ""; }
 
@@ -224,6 +226,8 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
   if (!root->grad_fn) { /* a leaf: its own gradient */
     gs_status s = accumulate_leaf(root, g0);
     gs_tensor_release(g0);
+    if (s == GS_OK && root->has_grad_hook && gs_grad_ready_hook) s = gs_grad_ready_hook(root);
+    if (gs_backward_end_hook) { gs_status e = gs_backward_end_hook(s == GS_OK); if (s == GS_OK) s = e; }
     return s;
   }
   bool was = gs_grad_enabled;
@@ -237,6 +241,13 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
                    "they have already been freed). Saved intermediate values of the graph are freed when you "
                    "call backward().");
   if (s == GS_OK) { root->grad_fn->acc = g0; gs_tensor_retain(g0); }
+  /* hooked leaves count the edges into them that this pass will run */
+  for (int pass = 0; pass < 2 && s == GS_OK; pass++)
+    for (int i = 0; i < count; i++)
+      for (int k = 0; k < list[i]->ninputs; k++) {
+        gs_tensor *leaf = list[i]->next_leaf[k];
+        if (leaf && leaf->has_grad_hook) leaf->grad_pending = pass == 0 ? 0 : leaf->grad_pending + 1;
+      }
   /* Kahn: a queue of nodes whose every consumer has run */
   gs_node **queue = malloc(sizeof(gs_node *) * (size_t)(count + 1));
   int qh = 0, qt = 0;
@@ -262,6 +273,9 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
         if (n->next_fn[i]) s = accumulate(&n->next_fn[i]->acc, gi);
         else if (n->next_leaf[i]) s = accumulate_leaf(n->next_leaf[i], gi);
       }
+      gs_tensor *leaf = n->next_leaf[i];
+      if (s == GS_OK && leaf && leaf->has_grad_hook && --leaf->grad_pending == 0 && leaf->grad && gs_grad_ready_hook)
+        s = gs_grad_ready_hook(leaf);
       if (n->next_fn[i] && --n->next_fn[i]->deps == 0) queue[qt++] = n->next_fn[i];
       gs_tensor_release(grads[i]);
     }
@@ -277,6 +291,7 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
   free(list);
   free(queue);
   gs_tensor_release(g0);
+  if (gs_backward_end_hook) { gs_status e = gs_backward_end_hook(s == GS_OK); if (s == GS_OK) s = e; }
   gs_grad_enabled = was;
   return s;
 }

@@ -46,6 +46,15 @@ void gs_grad_fn_release(gs_node *n);
 void gs_node_destroy(gs_node *n); /* only for gs_release_dead */
 bool gs_requires_grad(const gs_tensor *t);
 
+/* Hooks the binding sets (NULL: none). gs_grad_ready_hook(leaf) runs for a
+ * leaf with has_grad_hook once a backward pass has run every edge into
+ * it and it has a .grad (PyTorch's post-accumulate-grad hooks: where
+ * DistributedDataParallel starts reducing a bucket); an error from it
+ * stops the pass. gs_backward_end_hook(ok) runs at the end of every pass
+ * that reached a graph, ok false when the pass failed. */
+extern gs_status (*gs_grad_ready_hook)(gs_tensor *leaf);
+extern gs_status (*gs_backward_end_hook)(bool ok);
+
 /* root.backward(grad); grad may be NULL for a one-element root. */
 gs_status gs_backward(gs_tensor *root, gs_tensor *grad);
 /* Refuses in-place writes that would corrupt the graph. */

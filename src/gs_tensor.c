@@ -127,6 +127,8 @@ static gs_tensor *header_new(void) {
   t->is_param = false;
   t->grad = NULL;
   t->grad_fn = NULL;
+  t->has_grad_hook = false;
+  t->grad_pending = 0;
   return t;
 }
 

@@ -32,6 +32,8 @@ typedef struct gs_tensor {
   bool is_param;               /* printed as "Parameter containing:" */
   struct gs_tensor *grad;
   struct gs_node *grad_fn;     /* NULL for leaves */
+  bool has_grad_hook;          /* a leaf with post-accumulate-grad hooks */
+  int grad_pending;            /* its edges still to run in this backward */
 } gs_tensor;
 
 /* Buffers. gs_buffer_new fails with GS_ERR_OOM and a PyTorch-style message. */

@@ -1,5 +1,6 @@
 /* lua_autograd.c: the autograd surface: x:backward([g]), x:detach(),
- * x:requires_grad_(), torch.no_grad (function and <close> forms),
+ * x:requires_grad_(), x:register_post_accumulate_grad_hook(fn),
+ * torch._queue_backward_callback(fn), torch.no_grad (function and <close> forms),
  * torch.enable_grad, torch.addmm, torch.nll_loss (1-based targets) and
  * torch._make_parameter for nn.Parameter. */
 #include "gs_autograd.h"
@@ -93,14 +94,145 @@ static int l_is_parameter(lua_State *L) {
   return 1;
 }
 
+/* ---- hooks ----
+ * Registry "gshell.grad_hooks": light userdata (the gs_tensor) -> list of
+ * functions; "gshell.backward_callbacks": functions run once at the end
+ * of the current backward pass. The engine calls back through
+ * gs_grad_ready_hook / gs_backward_end_hook; a Lua error in a hook
+ * becomes the engine error that stops the pass. */
+static lua_State *hook_L;
+static const char *HOOKS = "gshell.grad_hooks", *CALLBACKS = "gshell.backward_callbacks";
+
+static gs_status lua_fail(lua_State *L, const char *what) {
+  gs_status s = gs_error("%s: %s", what, lua_tostring(L, -1) ? lua_tostring(L, -1) : "error object is not a string");
+  lua_pop(L, 1);
+  return s;
+}
+
+static gs_status run_grad_hooks(gs_tensor *leaf) {
+  lua_State *L = hook_L;
+  if (!L) return GS_OK;
+  lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
+  lua_rawgetp(L, -1, leaf);
+  if (!lua_istable(L, -1)) { lua_pop(L, 2); return GS_OK; }
+  lua_Integer n = luaL_len(L, -1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, -1, i) != LUA_TFUNCTION) { lua_pop(L, 1); continue; }
+    gs_tensor_retain(leaf);
+    gsL_pushtensor(L, leaf);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      gs_status s = lua_fail(L, "error in a post-accumulate-grad hook");
+      lua_pop(L, 2);
+      return s;
+    }
+  }
+  lua_pop(L, 2);
+  return GS_OK;
+}
+
+static gs_status run_callbacks(bool ok) {
+  lua_State *L = hook_L;
+  if (!L) return GS_OK;
+  lua_getfield(L, LUA_REGISTRYINDEX, CALLBACKS);
+  lua_Integer n = luaL_len(L, -1);
+  if (n == 0) { lua_pop(L, 1); return GS_OK; }
+  lua_newtable(L); /* callbacks queued by these run at the next pass */
+  lua_setfield(L, LUA_REGISTRYINDEX, CALLBACKS);
+  gs_status s = GS_OK;
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    lua_pushboolean(L, ok);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      gs_status e = lua_fail(L, "error in a backward callback");
+      if (s == GS_OK) s = e;
+    }
+  }
+  lua_pop(L, 1);
+  return s;
+}
+
+/* x:register_post_accumulate_grad_hook(fn): fn(x) after a backward pass
+ * has accumulated x's gradient (x a leaf that requires grad). Returns a
+ * handle whose remove() takes the hook away. */
+static int h_remove(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
+  lua_getfield(L, 1, "_key");
+  void *key = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (lua_rawgetp(L, -1, key) == LUA_TTABLE) {
+    lua_getfield(L, 1, "_fn");
+    lua_Integer n = luaL_len(L, -2);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_rawgeti(L, -2, i);
+      bool same = lua_rawequal(L, -1, -2);
+      lua_pop(L, 1);
+      if (same) {
+        for (lua_Integer j = i; j < n; j++) { lua_rawgeti(L, -2, j + 1); lua_rawseti(L, -3, j); }
+        lua_pushnil(L);
+        lua_rawseti(L, -3, n);
+        if (n == 1) ((gs_tensor *)key)->has_grad_hook = false;
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
+static int m_register_post_accumulate_grad_hook(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  if (x->grad_fn || !x->requires_grad)
+    return luaL_error(L, "post accumulate grad hooks cannot be registered on non-leaf tensors or tensors that do "
+                      "not require grad");
+  gsL_register(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
+  if (lua_rawgetp(L, -1, x) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, -3, x);
+  }
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, luaL_len(L, -2) + 1);
+  x->has_grad_hook = true;
+  lua_createtable(L, 0, 3); /* the handle */
+  lua_pushlightuserdata(L, x);
+  lua_setfield(L, -2, "_key");
+  lua_pushvalue(L, 2);
+  lua_setfield(L, -2, "_fn");
+  lua_pushcfunction(L, h_remove);
+  lua_setfield(L, -2, "remove");
+  return 1;
+}
+
+/* torch._queue_backward_callback(fn): fn(ok) at the end of the backward
+ * pass running now (or the next one). */
+static int l_queue_backward_callback(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_getfield(L, LUA_REGISTRYINDEX, CALLBACKS);
+  lua_pushvalue(L, 1);
+  lua_rawseti(L, -2, luaL_len(L, -2) + 1);
+  return 0;
+}
+
 void gsL_register_autograd_methods(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"backward", m_backward}, {"detach", m_detach}, {"detach_", m_detach_},
-    {"requires_grad_", m_requires_grad_}, {NULL, NULL}};
+    {"requires_grad_", m_requires_grad_},
+    {"register_post_accumulate_grad_hook", m_register_post_accumulate_grad_hook}, {NULL, NULL}};
   luaL_setfuncs(L, methods, 0);
 }
 
 void gsL_open_autograd(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  hook_L = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, HOOKS);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, CALLBACKS);
+  gs_grad_ready_hook = run_grad_hooks;
+  gs_backward_end_hook = run_callbacks;
   luaL_newmetatable(L, "torch.grad_mode_guard");
   lua_pushcfunction(L, restore_mode);
   lua_setfield(L, -2, "__close");
@@ -108,6 +240,7 @@ void gsL_open_autograd(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"no_grad", l_no_grad}, {"enable_grad", l_enable_grad}, {"is_grad_enabled", l_is_grad_enabled},
     {"set_grad_enabled", l_set_grad_enabled}, {"addmm", l_addmm}, {"nll_loss", l_nll_loss},
-    {"_make_parameter", l_make_parameter}, {"_is_parameter", l_is_parameter}, {NULL, NULL}};
+    {"_make_parameter", l_make_parameter}, {"_is_parameter", l_is_parameter},
+    {"_queue_backward_callback", l_queue_backward_callback}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }
