@@ -72,6 +72,7 @@ void gsL_open_options(lua_State *L);  /* lua_options.c: torch._options_error */
 void gsL_open_core(lua_State *L);     /* lua_core.c */
 void gsL_open_autograd(lua_State *L); /* lua_autograd.c */
 void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
+void gsL_open_dist(lua_State *L);      /* lua_dist.c: torch._comm, torch._dist */
 /* The Lua state's allocator with its small-block pool (lua_alloc.c). */
 void gsL_install_allocator(lua_State *L);
 /* Tensor methods, each adding to the methods table on top. */

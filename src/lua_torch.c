@@ -91,6 +91,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_options(L);
   gsL_open_serialize(L);
   gsL_open_autograd(L);
+  gsL_open_dist(L);
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);

@@ -15,6 +15,7 @@
 #include <lualib.h>
 
 #include "gs_common.h"
+#include "gs_dist.h"
 #include "lua_gs.h"
 #include "repl.h"
 
@@ -342,5 +343,6 @@ int main(int argc, char **argv) {
     }
   }
   lua_close(L);
+  gs_dist_exit(status == 0); /* MPI, when a script used it */
   return status;
 }

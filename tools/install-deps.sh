@@ -13,8 +13,10 @@ if [ "${1:-}" = "--test" ]; then
   set -- python3-jupyter-client python3-nbclient python3-nbformat python3-jupyter-kernel-test "$@"
 fi
 need=""
+# Open MPI: torch.distributed opens libmpi at run time (gshell builds and
+# runs without it); mpirun runs the distributed specs and examples.
 for p in lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev \
-         libzmq3-dev libjansson-dev libssl-dev "$@"; do
+         libzmq3-dev libjansson-dev libssl-dev libopenmpi-dev openmpi-bin "$@"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -28,9 +28,12 @@ function torch.try_all_gpus()
 end
 
 -- The Lua parts of the library, all compiled into the binary.
-for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg" }) do
+for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg", "distributed" }) do
   local mod = require("torch." .. name)
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
+
+-- torch.cuda.comm: collectives between the devices of this process.
+torch.cuda.comm = require("torch.cuda_comm")
 
 return torch
