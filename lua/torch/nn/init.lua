@@ -22,6 +22,7 @@ nn.parallel = {
   scatter = parallel.scatter,
   gather = parallel.gather,
   replicate = parallel.replicate,
+  DistributedDataParallel = require("torch.nn.ddp"),
 }
 
 return nn

@@ -7,7 +7,9 @@
 --   * any table with a __len metamethod (or a __len field) and get(i);
 --   * a plain Lua list of samples.
 -- DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false,
--- collate_fn = default_collate}) yields batches in a generic for:
+-- collate_fn = default_collate, sampler = nil}) yields batches in a generic for
+-- (a sampler -- DistributedSampler, a list of indices, or anything with
+-- indices() and a length -- decides the samples and their order):
 --   for batch in loader do local X, y = batch[1], batch[2] ... end
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
@@ -158,6 +160,7 @@ local DataLoader = {}
 DataLoader.__index = DataLoader
 DataLoader.__name = "DataLoader"
 D.DataLoader = DataLoader
+D.DistributedSampler = require("torch.utils.sampler")
 
 local function new_loader(_, dataset, opts)
   opts = options(opts, "DataLoader")
@@ -172,12 +175,17 @@ local function new_loader(_, dataset, opts)
   if opts.collate_fn ~= nil and type(opts.collate_fn) ~= "function" then
     fail("DataLoader: collate_fn must be a function")
   end
+  if opts.sampler ~= nil and opts.shuffle then fail("DataLoader: sampler option is mutually exclusive with shuffle") end
+  if opts.sampler ~= nil and type(opts.sampler) ~= "table" then
+    fail("DataLoader: sampler must be a sampler (e.g. DistributedSampler) or a list of indices, got " .. type(opts.sampler))
+  end
   local self = setmetatable({
     dataset = dataset,
     batch_size = bs,
     shuffle = opts.shuffle and true or false,
     drop_last = opts.drop_last and true or false,
     collate_fn = opts.collate_fn,
+    sampler = opts.sampler,
     _epochs = setmetatable({}, { __mode = "k" }),
   }, DataLoader)
   dataset_len(dataset) -- fails early on something without a length
@@ -187,7 +195,7 @@ setmetatable(DataLoader, { __call = new_loader })
 
 -- #loader: the number of batches per epoch.
 function DataLoader:__len()
-  local n = dataset_len(self.dataset)
+  local n = self.sampler and #self.sampler or dataset_len(self.dataset)
   if self.drop_last then return n // self.batch_size end
   return (n + self.batch_size - 1) // self.batch_size
 end
@@ -200,6 +208,11 @@ end
 -- The sample order of a new epoch: 1..n, or torch.randperm(n) (so
 -- torch.manual_seed makes it reproducible).
 function DataLoader:_order()
+  local sampler = self.sampler
+  if sampler then
+    if type(sampler.indices) == "function" then return sampler:indices() end
+    return table.move(sampler, 1, #sampler, 1, {})
+  end
   local n = dataset_len(self.dataset)
   if self.shuffle then
     if n == 0 then return {} end

@@ -1,0 +1,183 @@
+-- distributed_spec.lua: torch.distributed, DistributedDataParallel and
+-- DistributedSampler. The collective cases run the scripts in
+-- spec/fixtures/dist/ under Open MPI's mpirun with 2 and 3 ranks (2
+-- simulated GPUs each), under `timeout` so that a hang fails instead of
+-- blocking the suite; without mpirun they are pending. The sampler's
+-- index sets and the availability checks need no launcher.
+local torch = require("torch")
+local H = require("helpers")
+
+local build = os.getenv("GSHELL_BUILD") or "build"
+local have_mpirun = os.execute("command -v mpirun >/dev/null 2>&1")
+
+-- Runs script under mpirun with np ranks; returns its output and exit
+-- status. The sanitizer preload of the spec process is not passed on
+-- (mpirun is not instrumented; an instrumented gshell needs none). In a
+-- sanitizer build the ranks keep AddressSanitizer and UBSan but not leak
+-- checking: Open MPI keeps allocations until exit by design, in plugins
+-- it has unloaded by then, which LeakSanitizer can neither attribute nor
+-- suppress.
+local function mpirun(np, script, limit)
+  local cmd = string.format("env -u LD_PRELOAD GSHELL_SIM_GPUS=2 ASAN_OPTIONS=detect_leaks=0 timeout %d mpirun "
+    .. "--allow-run-as-root --oversubscribe -np %d %s/gshell %s 2>&1; echo \"exit=$?\"", limit or 120, np, build,
+    script)
+  local p = assert(io.popen(cmd, "r"))
+  local out = p:read("a")
+  p:close()
+  local status = tonumber(out:match("exit=(%d+)%s*$"))
+  return out, status
+end
+
+local function expect_ok(np, script)
+  local out, status = mpirun(np, script)
+  assert(status == 0, "mpirun -np " .. np .. " " .. script .. " failed (exit " .. tostring(status) .. "):\n" .. out)
+  for r = 0, np - 1 do
+    assert(out:find("rank " .. r .. " ok", 1, true), "rank " .. r .. " did not finish:\n" .. out)
+  end
+  return out
+end
+
+describe("torch.distributed under mpirun", function()
+  for _, np in ipairs({ 2, 3 }) do
+    it("every collective on every dtype, cpu and simulated devices, " .. np .. " ranks", function()
+      if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+      expect_ok(np, "spec/fixtures/dist/collectives.lua")
+    end)
+
+    it("DDP trains to the single-process parameters on the global batch, " .. np .. " ranks", function()
+      if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+      local out = expect_ok(np, "spec/fixtures/dist/ddp_equal.lua")
+      assert.truthy(out:find("float64 cuda:1 max difference", 1, true))
+    end)
+  end
+
+  it("mismatched calls fail on every rank with the same message; local checks fail before any exchange", function()
+    if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+    local out = expect_ok(2, "spec/fixtures/dist/errors.lua")
+    local function both(prefix, needle)
+      local n = 0
+      for line in out:gmatch("[^\n]+") do
+        if line:sub(1, #prefix + 1) == prefix .. ":" and line:find(needle, 1, true) then n = n + 1 end
+      end
+      assert(n == 2, string.format("expected both ranks to report %q for %s, got %d:\n%s", needle, prefix, n, out))
+    end
+    both("uninit", "has not been initialized")
+    both("twice", "already initialized")
+    both("shape", "rank 0 called all_reduce(sum) float32 [1], rank 1 called all_reduce(sum) float32 [2]")
+    both("dtype", "rank 0 called all_reduce(sum) float32 [2], rank 1 called all_reduce(sum) int32 [2]")
+    both("kind", "rank 1 called broadcast(src=0) float32 [2]")
+    both("op", "rank 1 called all_reduce(max)")
+    both("src", "src 2 is not a rank (ranks are 0 to 1)")
+    both("avg int", "op 'avg' needs a floating-point tensor")
+    both("bad op", "op must be 'sum', 'avg', 'product', 'min' or 'max', got mean")
+    both("list", "must be a list of world_size (2) tensors")
+    both("option", "unknown option 'async'")
+  end)
+
+  it("a rank that fails stops the job instead of leaving the others waiting", function()
+    if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+    local t0 = os.time()
+    local out, status = mpirun(3, "spec/fixtures/dist/rank_fails.lua", 60)
+    assert(status ~= 0 and status ~= 124, "expected the job to fail promptly, exit " .. tostring(status) .. ":\n" .. out)
+    assert.truthy(out:find("rank 1 fails on purpose", 1, true))
+    assert.falsy(out:find("unreachable", 1, true))
+    assert(os.time() - t0 < 50)
+  end)
+end)
+
+describe("torch.distributed without a launcher", function()
+  it("is_available is false with the loader's reason when Open MPI cannot be loaded", function()
+    local out = H.run_lua([[
+      local torch = require("torch")
+      local ok, why = torch.distributed.is_available()
+      print(ok, why)
+      print(pcall(torch.distributed.init_process_group))
+    ]], { GSHELL_MPI_LIB = "/nonexistent/libmpi.so.40" })
+    assert.truthy(out:find("false\tOpen MPI could not be loaded", 1, true), out)
+    assert.truthy(out:find("torch.distributed is not available: Open MPI could not be loaded", 1, true), out)
+    assert.truthy(out:find("install Open MPI", 1, true), out)
+  end)
+
+  it("calls before init_process_group say what to do", function()
+    local dist = torch.distributed
+    assert.is_false(dist.is_initialized())
+    H.errors(function() dist.get_rank() end, { "get_rank", "init_process_group()", "mpirun -np N" })
+    H.errors(function() dist.all_reduce(torch.ones(2)) end, "has not been initialized")
+    H.errors(function() dist.init_process_group({ backend = "gloo" }) end, "backend must be 'mpi' or 'nccl'")
+    H.errors(function() dist.init_process_group({ backend = "mpi", rnk = 0 }) end, "unknown option 'rnk'")
+    H.errors(function() torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2)) end,
+      "process group has not been initialized")
+  end)
+end)
+
+describe("DistributedSampler", function()
+  local data = torch.utils.data
+  local ds = data.TensorDataset(torch.arange(10))
+
+  local function parts(n, opts)
+    local r = {}
+    for rank = 0, n - 1 do
+      local o = { num_replicas = n, rank = rank }
+      for k, v in pairs(opts or {}) do o[k] = v end
+      r[rank + 1] = data.DistributedSampler(ds, o):indices()
+    end
+    return r
+  end
+
+  it("gives rank r positions r, r+N, ... of the order padded from its start (PyTorch's rule)", function()
+    assert.are.same({ { 1, 4, 7, 10 }, { 2, 5, 8, 1 }, { 3, 6, 9, 2 } }, parts(3, { shuffle = false }))
+    assert.are.same({ { 1, 3, 5, 7, 9 }, { 2, 4, 6, 8, 10 } }, parts(2, { shuffle = false }))
+    -- drop_last cuts to a multiple of N instead: ceil((10 - 3) / 3) = 3 each
+    assert.are.same({ { 1, 4, 7 }, { 2, 5, 8 }, { 3, 6, 9 } }, parts(3, { shuffle = false, drop_last = true }))
+    -- more ranks than samples: the order repeats
+    local tiny = data.TensorDataset(torch.arange(2))
+    local got = {}
+    for rank = 0, 4 do
+      got[rank + 1] = data.DistributedSampler(tiny, { num_replicas = 5, rank = rank, shuffle = false }):indices()
+    end
+    assert.are.same({ { 1 }, { 2 }, { 1 }, { 2 }, { 1 } }, got)
+  end)
+
+  it("shuffles with seed + epoch: the ranks' shares partition one permutation, set_epoch changes it", function()
+    local function union(ps)
+      local seen = {}
+      for _, p in ipairs(ps) do for _, i in ipairs(p) do seen[#seen + 1] = i end end
+      table.sort(seen)
+      return seen
+    end
+    local a = parts(2, { seed = 7 })
+    assert.are.same({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }, union(a))
+    assert.are.same(a, parts(2, { seed = 7 })) -- the same on every call (and every rank)
+    assert.are_not.same(a, parts(2, { seed = 8 }))
+    local s = data.DistributedSampler(ds, { num_replicas = 2, rank = 0, seed = 7 })
+    s:set_epoch(1)
+    assert.are_not.same(a[1], s:indices())
+    -- the shuffled order is padded like the plain one: 3 ranks get 4 each,
+    -- the two repeated being the permutation's first two
+    local p3 = parts(3, { seed = 1 })
+    assert.are.same({ 4, 4, 4 }, { #p3[1], #p3[2], #p3[3] })
+    assert.are.same({ p3[1][1], p3[2][1] }, { p3[2][4], p3[3][4] })
+    assert.are.equal(4, #data.DistributedSampler(ds, { num_replicas = 3, rank = 0 }))
+  end)
+
+  it("drives a DataLoader through its sampler option", function()
+    local s = data.DistributedSampler(ds, { num_replicas = 3, rank = 1, shuffle = false })
+    local loader = data.DataLoader(ds, { batch_size = 3, sampler = s })
+    assert.are.equal(2, #loader)
+    local rows = {}
+    for batch in loader do for _, v in ipairs(batch[1]:tolist()) do rows[#rows + 1] = v end end
+    assert.are.same({ 1, 4, 7, 0 }, rows) -- indices 2, 5, 8, 1 of arange(10)
+    local listed = data.DataLoader(ds, { batch_size = 2, sampler = { 10, 1 } })
+    assert.are.same({ 9, 0 }, (listed:iter())()[1]:tolist())
+    H.errors(function() data.DataLoader(ds, { sampler = s, shuffle = true }) end, "mutually exclusive with shuffle")
+  end)
+
+  it("rejects bad options", function()
+    H.errors(function() data.DistributedSampler(ds, { num_replicas = 2, rank = 2 }) end,
+      "invalid rank 2, rank should be in the interval [0, 1]")
+    H.errors(function() data.DistributedSampler(ds, { num_replicas = 0, rank = 0 }) end, "positive integer")
+    H.errors(function() data.DistributedSampler(ds, { num_replicas = 2, rank = 0, shufle = true }) end,
+      "unknown option 'shufle'")
+    H.errors(function() data.DistributedSampler(ds) end, "no process group is initialized")
+  end)
+end)
