@@ -181,3 +181,32 @@ describe("DistributedSampler", function()
     H.errors(function() data.DistributedSampler(ds) end, "no process group is initialized")
   end)
 end)
+
+describe("the scaling examples", function()
+  local function run(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1; echo \"exit=$?\""))
+    local out = p:read("a")
+    p:close()
+    return out
+  end
+
+  it("train from scratch and with DataParallel on 2 simulated GPUs", function()
+    local out = run(build .. "/gshell --sim-gpus 2 examples/multi_gpu_scratch.lua")
+    assert.truthy(out:find("replicas identical on 2 device(s)", 1, true), out)
+    assert.truthy(out:find("exit=0", 1, true), out)
+    local acc = tonumber(out:match("epoch 5: accuracy ([%d.]+)"))
+    assert(acc and acc > 0.75, out)
+    out = run(build .. "/gshell --sim-gpus 2 examples/multi_gpu_concise.lua")
+    acc = tonumber(out:match("epoch 5: accuracy ([%d.]+), [%d.]+ s on 2 device%(s%)"))
+    assert(acc and acc > 0.75, out)
+  end)
+
+  it("train with DDP over 2 processes", function()
+    if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+    local out = run("env -u LD_PRELOAD ASAN_OPTIONS=detect_leaks=0 timeout 120 mpirun --allow-run-as-root "
+      .. "--oversubscribe -np 2 " .. build .. "/gshell --sim-gpus 2 examples/ddp_train.lua")
+    assert.truthy(out:find("parameters identical on all 2 ranks", 1, true), out)
+    local acc = tonumber(out:match("epoch 5: accuracy ([%d.]+)"))
+    assert(acc and acc > 0.75, out)
+  end)
+end)
