@@ -46,6 +46,19 @@ describe("post-accumulate-grad hooks", function()
     H.errors(function() (w * 2):sum():backward() end, { "post-accumulate-grad hook", "hook says no" })
   end)
 
+  it("go away with their tensor, and what they hold with them", function()
+    local probe = setmetatable({}, { __mode = "v" })
+    do
+      local w = torch.ones(2, { requires_grad = true })
+      local held = {}
+      probe[1] = held
+      w:register_post_accumulate_grad_hook(function() return held end)
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.is_nil(probe[1])
+  end)
+
   it("refuse tensors that are not leaves requiring grad", function()
     local w = torch.ones(2, { requires_grad = true })
     H.errors(function() (w * 2):register_post_accumulate_grad_hook(function() end) end, "non-leaf")

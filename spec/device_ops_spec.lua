@@ -254,6 +254,14 @@ local OPS = {
       z:detach_()
       return y, y.requires_grad, z.requires_grad
     end, covers = { "detach_" } },
+  { "register_post_accumulate_grad_hook", function(d)
+      local x = d.A:clone():requires_grad_()
+      local seen
+      x:register_post_accumulate_grad_hook(function(t) seen = t.grad:clone() end)
+      local y = (x * x):sum() + (x * 3):sum()
+      y:backward()
+      return seen, x.grad
+    end },
 }
 
 -- torch.* functions that make or join tensors on a given device.

@@ -230,6 +230,12 @@ static void run_init(gs_dist_work *w) {
     snprintf(w->msg, sizeof w->msg, "torch.distributed.init_process_group: MPI_Init_thread failed (%d)", r);
     return;
   }
+  if (!inited && provided < MPI_THREAD_FUNNELED_) {
+    w->status = GS_ERR;
+    snprintf(w->msg, sizeof w->msg, "torch.distributed.init_process_group: this MPI offers no thread support "
+             "(MPI_THREAD_FUNNELED), which gshell's communication thread needs");
+    return;
+  }
   mpi.set_errhandler(mpi.world, mpi.errors_return);
   mpi.comm_rank(mpi.world, &gs_mpi_rank);
   mpi.comm_size(mpi.world, &gs_mpi_size);

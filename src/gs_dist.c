@@ -7,7 +7,7 @@
 #include <string.h>
 #include "gs_dist.h"
 
-static bool initialized, mpi_started, exiting;
+static bool initialized, mpi_started, exiting, destroyed;
 static gs_dist_backend backend;
 static void *nccl_comm;
 
@@ -57,6 +57,13 @@ static gs_status run_sync(gs_dist_work *w) {
   return gs_dist_wait(w);
 }
 
+/* Processes that are not gshell's binary (stock lua5.4 with torch.so)
+ * do not call gs_dist_exit: MPI is finalized at exit when the script
+ * destroyed its process group, the sign that it got to its end. */
+static void finalize_if_destroyed(void) {
+  if (destroyed && !initialized) gs_dist_exit(true);
+}
+
 gs_status gs_dist_init(gs_dist_backend be, int device) {
   if (initialized)
     return gs_error("torch.distributed.init_process_group: the default process group is already initialized "
@@ -73,6 +80,7 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
     if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
     GS_TRY(run_sync(w));
     mpi_started = true;
+    atexit(finalize_if_destroyed);
   }
 #ifdef GS_HAVE_CUDA
   if (be == GS_DIST_BACKEND_NCCL) {
@@ -99,6 +107,7 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
 #endif
   backend = be;
   initialized = true;
+  destroyed = false;
   return GS_OK;
 }
 
@@ -110,6 +119,7 @@ gs_status gs_dist_destroy(void) {
 #endif
   nccl_comm = NULL;
   initialized = false; /* MPI itself stays up until exit: it cannot start twice */
+  destroyed = true;
   return GS_OK;
 }
 

@@ -95,8 +95,10 @@ static int l_is_parameter(lua_State *L) {
 }
 
 /* ---- hooks ----
- * Registry "gshell.grad_hooks": light userdata (the gs_tensor) -> list of
- * functions; "gshell.backward_callbacks": functions run once at the end
+ * Registry "gshell.grad_hooks": the tensor's Lua object -> list of
+ * functions, with weak keys (an ephemeron table: the hooks, and what they
+ * hold, go with the tensor's object); "gshell.backward_callbacks":
+ * functions run once at the end
  * of the current backward pass. The engine calls back through
  * gs_grad_ready_hook / gs_backward_end_hook; a Lua error in a hook
  * becomes the engine error that stops the pass. */
@@ -113,7 +115,9 @@ static gs_status run_grad_hooks(gs_tensor *leaf) {
   lua_State *L = hook_L;
   if (!L) return GS_OK;
   lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
-  lua_rawgetp(L, -1, leaf);
+  gs_tensor_retain(leaf);
+  gsL_pushtensor(L, leaf); /* its registered object, if it still has one */
+  lua_rawget(L, -2);
   if (!lua_istable(L, -1)) { lua_pop(L, 2); return GS_OK; }
   lua_Integer n = luaL_len(L, -1);
   for (lua_Integer i = 1; i <= n; i++) {
@@ -157,9 +161,8 @@ static gs_status run_callbacks(bool ok) {
 static int h_remove(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
   lua_getfield(L, 1, "_key");
-  void *key = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  if (lua_rawgetp(L, -1, key) == LUA_TTABLE) {
+  gs_tensor *key = gsL_testtensor(L, -1);
+  if (key && lua_rawget(L, -2) == LUA_TTABLE) {
     lua_getfield(L, 1, "_fn");
     lua_Integer n = luaL_len(L, -2);
     for (lua_Integer i = 1; i <= n; i++) {
@@ -170,7 +173,7 @@ static int h_remove(lua_State *L) {
         for (lua_Integer j = i; j < n; j++) { lua_rawgeti(L, -2, j + 1); lua_rawseti(L, -3, j); }
         lua_pushnil(L);
         lua_rawseti(L, -3, n);
-        if (n == 1) ((gs_tensor *)key)->has_grad_hook = false;
+        if (n == 1) key->has_grad_hook = false;
         break;
       }
     }
@@ -186,17 +189,19 @@ static int m_register_post_accumulate_grad_hook(lua_State *L) {
                       "not require grad");
   gsL_register(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
-  if (lua_rawgetp(L, -1, x) != LUA_TTABLE) {
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, -2) != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, -3, x);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -4);
   }
   lua_pushvalue(L, 2);
   lua_rawseti(L, -2, luaL_len(L, -2) + 1);
   x->has_grad_hook = true;
   lua_createtable(L, 0, 3); /* the handle */
-  lua_pushlightuserdata(L, x);
+  lua_pushvalue(L, 1);
   lua_setfield(L, -2, "_key");
   lua_pushvalue(L, 2);
   lua_setfield(L, -2, "_fn");
@@ -228,6 +233,10 @@ void gsL_open_autograd(lua_State *L) {
   hook_L = lua_tothread(L, -1);
   lua_pop(L, 1);
   lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
   lua_setfield(L, LUA_REGISTRYINDEX, HOOKS);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, CALLBACKS);

@@ -13,6 +13,8 @@
 --     tensor and an asynchronous all-reduce (op avg) starts on the
 --     communication thread while backward goes on. Buckets start in
 --     bucket order on every rank, so the ranks' reductions line up.
+--   * Only a backward after a forward through DDP reduces anything;
+--     inside ddp:no_sync(fn) gradients just accumulate locally.
 --   * At the end of backward the remaining buckets start (a parameter
 --     that got no gradient on this rank contributes zeros), every
 --     reduction is waited for and the averages are copied into .grad.
@@ -117,7 +119,9 @@ function DDP:init(module, opts)
     for k, p in ipairs(b.params) do where[p] = { bi, k } end
   end
   -- state of the backward pass running now
-  local state = { ready = {}, complete = {}, next = 1, active = false }
+  -- expect: the last forward went through DDP with sync on (hooks of a
+  -- backward through the bare module, or under no_sync, do nothing)
+  local state = { ready = {}, complete = {}, next = 1, active = false, expect = false, sync = true }
   self._buckets = buckets
   self._state = state
   self.stats = { buckets = #buckets, launched_during_backward = 0, launched_at_end = 0 }
@@ -143,6 +147,7 @@ function DDP:init(module, opts)
 
   local function finish(ok)
     state.active = false
+    state.expect = false
     if ok then
       for i = state.next, #buckets do launch(buckets[i], false) end
     end
@@ -166,6 +171,7 @@ function DDP:init(module, opts)
   end
 
   local function on_grad(p)
+    if not state.expect then return end
     if not state.active then
       state.active = true
       torch._queue_backward_callback(finish)
@@ -181,12 +187,27 @@ function DDP:init(module, opts)
 end
 
 function DDP:forward(...)
+  self._state.expect = self._state.sync
   if self.broadcast_buffers and #self.module:buffers() > 0 then
     torch.no_grad(function()
       for _, b in ipairs(self.module:buffers()) do torch.distributed.broadcast(b, { src = 0 }) end
     end)
   end
   return self.module(...)
+end
+
+-- ddp:no_sync(fn, ...): runs fn (forwards and backwards) without
+-- averaging: gradients accumulate locally, and the next synchronised
+-- backward averages the sum (gradient accumulation over micro-batches).
+function DDP:no_sync(fn, ...)
+  if type(fn) ~= "function" then fail("DistributedDataParallel:no_sync: expected a function to run") end
+  local state = self._state
+  local prev = state.sync
+  state.sync = false
+  local r = table.pack(pcall(fn, ...))
+  state.sync = prev
+  if not r[1] then error(r[2], 0) end
+  return table.unpack(r, 2, r.n)
 end
 
 function DDP:extra_repr() return "" end
