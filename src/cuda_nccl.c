@@ -3,8 +3,8 @@
  * thread drives every device) and across processes (torch.distributed's
  * nccl backend: ncclCommInitRank with an id the caller exchanged). NCCL
  * is not linked: libnccl.so.2 is opened with dlopen at the first use, as
- * cuda_blas.c opens cuBLAS, and the few functions used are looked up by
- * name. Work is queued on each device's stream (gs_cuda_stream), so it is
+ * cuda_blas.c opens cuBLAS (gs_dlopen.c finds it), and the few functions
+ * used are looked up by name. Work is queued on each device's stream (gs_cuda_stream), so it is
  * ordered after everything already queued there. */
 #ifdef GS_HAVE_CUDA
 
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda_kernels.h"
-#include "gs_dl.h"
+#include "gs_dlopen.h"
 #include "gs_comm.h"
 #include "gs_dist.h"
 
@@ -45,14 +45,10 @@ static struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-  static const char *const names[] = {"libnccl.so.2", "libnccl.so"};
-  char tried[400];
-  nc.lib = gs_dlopen_first(names, 2, RTLD_NOW | RTLD_LOCAL, tried, sizeof tried);
-  if (!nc.lib) {
-    snprintf(nc.error, sizeof nc.error, "NCCL could not be loaded (%s): install libnccl2 (NVIDIA's NCCL) or add "
-             "its directory to LD_LIBRARY_PATH", tried);
-    return;
-  }
+  static const char *const names[] = {"libnccl.so.2", "libnccl.so", NULL};
+  static const gs_cuda_lib_spec spec = {"nccl", names, NULL, "nccl"};
+  nc.lib = gs_cuda_dlopen(&spec, nc.error, sizeof nc.error);
+  if (!nc.lib) return;
   static const struct { const char *name; size_t offset; } fns[] = {
     {"ncclGetUniqueId", offsetof(__typeof__(nc), get_unique_id)}, {"ncclCommInitAll", offsetof(__typeof__(nc), comm_init_all)},
     {"ncclCommInitRank", offsetof(__typeof__(nc), comm_init_rank)}, {"ncclCommDestroy", offsetof(__typeof__(nc), comm_destroy)},

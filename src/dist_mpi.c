@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gs_dist.h"
-#include "gs_dl.h"
 
 /* The slice of Open MPI's ABI used here (mpi.h of Open MPI 3 to 5). */
 typedef void *mpi_handle; /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Errhandler: pointers */
@@ -57,9 +56,14 @@ static void load(void) {
    * loader's path) */
   const char *own = getenv("GSHELL_MPI_LIB");
   const char *names[] = {own && *own ? own : "libmpi.so.40", own && *own ? NULL : "libmpi.so"};
-  char tried[400];
+  char tried[400] = "";
   /* RTLD_GLOBAL: Open MPI's own plugins resolve libmpi's symbols */
-  mpi.lib = gs_dlopen_first(names, 2, RTLD_NOW | RTLD_GLOBAL, tried, sizeof tried);
+  for (size_t i = 0; i < 2 && names[i] && !mpi.lib; i++) {
+    mpi.lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+    const char *why = mpi.lib ? NULL : dlerror();
+    size_t k = strlen(tried);
+    if (why && k + 1 < sizeof tried) snprintf(tried + k, sizeof tried - k, "%s%s", k ? "; " : "", why);
+  }
   if (!mpi.lib) {
     snprintf(mpi.error, sizeof mpi.error, "Open MPI could not be loaded (%s): install Open MPI (Debian: "
              "openmpi-bin libopenmpi3) to use torch.distributed", tried);

@@ -12,17 +12,12 @@ local C = torch._comm
 
 local M = {}
 
+local check_options = require("torch.utils.errors").check_options
+
 local function check_keys(fn, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" then fail(string.format("torch.cuda.comm.%s: options must be a table, got %s", fn, type(opts))) end
-  for k in pairs(opts) do
-    if not allowed[k] then
-      local names = {}
-      for name in pairs(allowed) do names[#names + 1] = "'" .. name .. "'" end
-      table.sort(names)
-      fail(string.format("torch.cuda.comm.%s: unknown option '%s' (allowed: %s)", fn, tostring(k), table.concat(names, ", ")))
-    end
-  end
+  check_options(opts, "torch.cuda.comm." .. fn, allowed)
   return opts
 end
 
@@ -90,7 +85,7 @@ end
 
 function M.scatter(t, devices, opts)
   check_tensor("scatter", t, "the tensor")
-  opts = check_keys("scatter", opts, { dim = true, chunk_sizes = true })
+  opts = check_keys("scatter", opts, { "dim", "chunk_sizes" })
   local devs = devices_of("scatter", devices)
   if t:dim() == 0 then fail("torch.cuda.comm.scatter: cannot scatter a 0-dimensional tensor") end
   return C.scatter(t, devs, opts.chunk_sizes, dim0("scatter", opts.dim or 1, t:dim()))
@@ -98,7 +93,7 @@ end
 
 function M.gather(tensors, opts)
   tensors_of("gather", tensors)
-  opts = check_keys("gather", opts, { dim = true, destination = true })
+  opts = check_keys("gather", opts, { "dim", "destination" })
   local dst = opts.destination == nil and torch.device("cuda", torch.cuda.current_device())
     or device_of("gather", opts.destination, true)
   local nd = tensors[1]:dim()

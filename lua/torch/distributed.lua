@@ -26,20 +26,14 @@ local D = {}
 D.ReduceOp = { SUM = "sum", AVG = "avg", PRODUCT = "product", MIN = "min", MAX = "max" }
 local OPS = { sum = true, avg = true, product = true, min = true, max = true }
 
+local check_options = require("torch.utils.errors").check_options
+
 local function check_keys(fn, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" or getmetatable(opts) ~= nil then
     fail(string.format("torch.distributed.%s: options must be a table, got %s", fn, type(opts)))
   end
-  for k in pairs(opts) do
-    if not allowed[k] then
-      local names = {}
-      for name in pairs(allowed) do names[#names + 1] = "'" .. name .. "'" end
-      table.sort(names)
-      fail(string.format("torch.distributed.%s: unknown option '%s' (allowed: %s)", fn, tostring(k),
-        table.concat(names, ", ")))
-    end
-  end
+  check_options(opts, "torch.distributed." .. fn, allowed)
   return opts
 end
 
@@ -78,7 +72,7 @@ function D.is_initialized() return C.is_initialized() end
 -- rank and world_size, when given, must be what the launcher says.
 function D.init_process_group(opts)
   if type(opts) == "string" then opts = { backend = opts } end
-  opts = check_keys("init_process_group", opts, { backend = true, rank = true, world_size = true, init_method = true })
+  opts = check_keys("init_process_group", opts, { "backend", "rank", "world_size", "init_method" })
   local ok, why = C.is_available()
   if not ok then fail("torch.distributed is not available: " .. tostring(why)) end
   local backend = opts.backend or "mpi"
@@ -120,7 +114,7 @@ function D.barrier() C.barrier() end
 -- be used before), work:is_completed().
 function D.all_reduce(t, opts)
   check_tensor("all_reduce", t, "the tensor")
-  opts = check_keys("all_reduce", opts, { op = true, async_op = true })
+  opts = check_keys("all_reduce", opts, { "op", "async_op" })
   need_group("all_reduce")
   return C.all_reduce(t, op_of("all_reduce", opts.op), opts.async_op and true or false)
 end
@@ -129,7 +123,7 @@ end
 function D.broadcast(t, opts)
   check_tensor("broadcast", t, "the tensor")
   if math.type(opts) == "integer" then opts = { src = opts } end
-  opts = check_keys("broadcast", opts, { src = true })
+  opts = check_keys("broadcast", opts, { "src" })
   if math.type(opts.src) ~= "integer" then
     fail("torch.distributed.broadcast: src (the 0-based rank that sends) must be given as an integer")
   end
@@ -175,7 +169,7 @@ end
 -- reduce_scatter(out, list[, {op =}]): out = op over ranks of list[rank+1].
 function D.reduce_scatter(out, list, opts)
   check_tensor("reduce_scatter", out, "the output")
-  opts = check_keys("reduce_scatter", opts, { op = true })
+  opts = check_keys("reduce_scatter", opts, { "op" })
   need_group("reduce_scatter")
   check_list("reduce_scatter", list, out, "the input list")
   local n = out:numel()
@@ -189,7 +183,7 @@ end
 function D.reduce_scatter_tensor(out, input, opts)
   check_tensor("reduce_scatter_tensor", out, "the output")
   check_tensor("reduce_scatter_tensor", input, "the input")
-  opts = check_keys("reduce_scatter_tensor", opts, { op = true })
+  opts = check_keys("reduce_scatter_tensor", opts, { "op" })
   need_group("reduce_scatter_tensor")
   C.reduce_scatter_from(out, input, op_of("reduce_scatter_tensor", opts.op))
 end

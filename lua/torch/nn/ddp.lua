@@ -31,21 +31,13 @@ local FIRST_BUCKET_BYTES = 1 * MIB
 
 local DDP = Module:extend("DistributedDataParallel")
 
-local ALLOWED = { device_ids = true, output_device = true, broadcast_buffers = true, bucket_cap_mb = true,
-                  find_unused_parameters = true, process_group = true }
+local check_options = require("torch.utils.errors").check_options
 
 local function check_opts(opts)
   if opts == nil then return {} end
   if type(opts) ~= "table" then fail("DistributedDataParallel: options must be a table, got " .. type(opts)) end
-  for k in pairs(opts) do
-    if not ALLOWED[k] then
-      local names = {}
-      for n in pairs(ALLOWED) do names[#names + 1] = "'" .. n .. "'" end
-      table.sort(names)
-      fail(string.format("DistributedDataParallel: unknown option '%s' (allowed: %s)", tostring(k),
-        table.concat(names, ", ")))
-    end
-  end
+  check_options(opts, "DistributedDataParallel", { "device_ids", "output_device", "broadcast_buffers",
+    "bucket_cap_mb", "find_unused_parameters", "process_group" })
   if opts.process_group ~= nil then
     fail("DistributedDataParallel: only the default process group is supported (leave process_group out)")
   end

@@ -164,7 +164,7 @@ D.DistributedSampler = require("torch.utils.sampler")
 
 local function new_loader(_, dataset, opts)
   opts = options(opts, "DataLoader")
-  check_options(opts, "DataLoader", { "batch_size", "shuffle", "drop_last", "collate_fn" })
+  check_options(opts, "DataLoader", { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler" })
   if type(dataset) ~= "table" then
     fail("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset))
   end

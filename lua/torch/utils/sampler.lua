@@ -15,8 +15,6 @@ local S = {}
 S.__index = S
 S.__name = "DistributedSampler"
 
-local ALLOWED = { num_replicas = true, rank = true, shuffle = true, seed = true, drop_last = true }
-
 local function dataset_len(ds)
   return require("torch.utils.data").dataset_len(ds)
 end
@@ -24,12 +22,8 @@ end
 local function new(_, dataset, opts)
   opts = opts or {}
   if type(opts) ~= "table" then fail("DistributedSampler: options must be a table, got " .. type(opts)) end
-  for k in pairs(opts) do
-    if not ALLOWED[k] then
-      fail(string.format("DistributedSampler: unknown option '%s' (allowed: 'drop_last', 'num_replicas', 'rank', "
-        .. "'seed', 'shuffle')", tostring(k)))
-    end
-  end
+  require("torch.utils.errors").check_options(opts, "DistributedSampler",
+    { "num_replicas", "rank", "shuffle", "seed", "drop_last" })
   local dist = torch.distributed
   local function from_group(what)
     if not dist.is_initialized() then
