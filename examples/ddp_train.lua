@@ -10,11 +10,18 @@
 -- parameters at construction and averages the gradients during
 -- backward(), so after every step all ranks hold the same parameters --
 -- the ones a single process would reach on the whole batch.
+-- Started without mpirun, it says so and trains as one plain process.
 torch = torch or require("torch")
 local nn, dist = torch.nn, torch.distributed
 
-dist.init_process_group({ backend = "mpi" })
-local rank, world = dist.get_rank(), dist.get_world_size()
+local launched = os.getenv("OMPI_COMM_WORLD_SIZE") ~= nil
+if launched then
+  dist.init_process_group({ backend = "mpi" })
+else
+  print("not started by mpirun: training as a single process, without DDP")
+end
+local rank = launched and dist.get_rank() or 0
+local world = launched and dist.get_world_size() or 1
 local n_gpu = torch.cuda.device_count()
 local device = n_gpu > 0 and torch.device("cuda", rank % n_gpu) or torch.device("cpu")
 
@@ -27,10 +34,10 @@ local data = torch.utils.data.TensorDataset(X, labels)
 
 torch.manual_seed(1 + rank) -- different starts: DDP makes them rank 0's
 local net = nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, k)):to(device)
-local model = nn.parallel.DistributedDataParallel(net)
+local model = launched and nn.parallel.DistributedDataParallel(net) or net
 local loss = nn.CrossEntropyLoss()
 local opt = torch.optim.SGD(model:parameters(), { lr = 0.2 })
-local sampler = torch.utils.data.DistributedSampler(data, { shuffle = true, seed = 0 })
+local sampler = torch.utils.data.DistributedSampler(data, { num_replicas = world, rank = rank, shuffle = true, seed = 0 })
 -- 256 samples per step in all: 256 / world on each rank
 local loader = torch.utils.data.DataLoader(data, { batch_size = 256 // world, sampler = sampler })
 
@@ -44,17 +51,19 @@ for epoch = 1, 5 do
   end
   local logits = torch.no_grad(function() return net(X:to(device)) end)
   local acc = torch.tensor({ logits:argmax(2):eq(labels:to(device)):float():mean():item() })
-  dist.all_reduce(acc, { op = "max" })
+  if launched then dist.all_reduce(acc, { op = "max" }) end
   if rank == 0 then
     print(string.format("epoch %d: accuracy %.3f, %.3f s, %d ranks", epoch, acc:item(), torch.clock() - t0, world))
   end
 end
 
 -- all ranks hold the same parameters
-local w = net:parameters()[1]:to("cpu"):clone()
-local lo, hi = w:clone(), w:clone()
-dist.all_reduce(lo, { op = "min" })
-dist.all_reduce(hi, { op = "max" })
-assert(lo:equal(hi), "ranks disagree")
-if rank == 0 then print("parameters identical on all " .. world .. " ranks") end
-dist.destroy_process_group()
+if launched then
+  local w = net:parameters()[1]:to("cpu"):clone()
+  local lo, hi = w:clone(), w:clone()
+  dist.all_reduce(lo, { op = "min" })
+  dist.all_reduce(hi, { op = "max" })
+  assert(lo:equal(hi), "ranks disagree")
+  if rank == 0 then print("parameters identical on all " .. world .. " ranks") end
+  dist.destroy_process_group()
+end
