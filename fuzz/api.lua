@@ -110,15 +110,12 @@ local function snapshot_problem(t, s)
   end
 end
 
--- Host bytes in use by tensors (a simulated GPU's memory is host memory:
--- what its cache keeps is taken out) and bytes allocated on each GPU.
+-- Host bytes in use by tensors and bytes allocated on each GPU (simulated
+-- GPUs allocate from the C library, outside the host tensor allocator).
 local function memory_now()
   local host = torch._host_memory()
   local dev = {}
-  for i = 0, SIM_GPUS - 1 do
-    dev[i + 1] = torch.cuda.memory_allocated(i)
-    host = host - torch.cuda.memory_reserved(i)
-  end
+  for i = 0, SIM_GPUS - 1 do dev[i + 1] = torch.cuda.memory_allocated(i) end
   return host, dev
 end
 
