@@ -3,42 +3,8 @@
 -- accumulation, no_grad, detach, in-place refusal, error messages).
 local torch = require("torch")
 
--- Numeric gradient of sum(f(inputs) * w) with respect to inputs[k].
-local function numeric_grad(f, inputs, k, w, eps)
-  eps = eps or 1e-6
-  local x = inputs[k]
-  local flat = x:view(-1)
-  local g = torch.zeros(x:numel(), { dtype = torch.float64 })
-  torch.no_grad(function()
-    for i = 1, x:numel() do
-      local orig = flat[i]:item()
-      flat[i] = orig + eps
-      local up = (f(table.unpack(inputs)) * w):sum():item()
-      flat[i] = orig - eps
-      local down = (f(table.unpack(inputs)) * w):sum():item()
-      flat[i] = orig
-      g[i] = (up - down) / (2 * eps)
-    end
-  end)
-  return g:view(x.shape)
-end
-
--- Checks analytic against numeric gradients for every input.
-local function gradcheck(f, inputs, tol)
-  tol = tol or 1e-5
-  for _, x in ipairs(inputs) do x.grad = nil end
-  local out = f(table.unpack(inputs))
-  local w = torch.rand(out.shape, { dtype = torch.float64 }) + 0.5
-  ;(out * w):sum():backward()
-  for k, x in ipairs(inputs) do
-    local num = numeric_grad(f, inputs, k, w)
-    assert.is_not_nil(x.grad, "input " .. k .. " got no gradient")
-    local ok = x.grad:allclose(num, tol, tol)
-    if not ok then
-      error(("gradient of input %d differs:\nanalytic %s\nnumeric  %s"):format(k, tostring(x.grad), tostring(num)))
-    end
-  end
-end
+local H = require("helpers")
+local gradcheck = H.gradcheck
 
 local function leaf(t) return t:double():requires_grad_() end
 local function pos(...) return leaf(torch.rand(...) + 0.5) end     -- values in [0.5, 1.5)

@@ -59,6 +59,13 @@ extern gs_status (*gs_backward_end_hook)(bool ok);
 gs_status gs_backward(gs_tensor *root, gs_tensor *grad);
 /* Refuses in-place writes that would corrupt the graph. */
 gs_status gs_ag_check_inplace(const gs_tensor *x);
+/* The same, and refuses an operand (src may be NULL) that requires grad:
+ * x:add_(y), x:copy_(y), x[i] = y would silently drop y's gradient. */
+gs_status gs_ag_check_inplace_src(const gs_tensor *x, const gs_tensor *src);
+/* x.grad = g (g may be NULL) as PyTorch validates it: same dtype, device
+ * and shape, not x itself; and no reference cycle: g has no grad_fn and x
+ * is not on g's own .grad chain. */
+gs_status gs_ag_set_grad(gs_tensor *x, gs_tensor *g);
 /* A tensor sharing x's storage, outside the graph. */
 gs_status gs_detach(const gs_tensor *x, gs_tensor **out);
 
@@ -67,6 +74,7 @@ gs_status gs_ag_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, gs_tensor **
 gs_status gs_ag_binary_scalar(gs_binary_op op, gs_tensor *a, gs_scalar s, bool reversed, gs_tensor **out);
 gs_status gs_ag_sum(gs_tensor *x, int dim, bool keepdim, gs_tensor **out);
 gs_status gs_ag_mean(gs_tensor *x, int dim, bool keepdim, gs_tensor **out);
+gs_status gs_ag_prod(gs_tensor *x, int dim, bool keepdim, gs_tensor **out);
 gs_status gs_ag_softmax(gs_tensor *x, int dim, bool log, gs_tensor **out);
 gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out); /* 0 matmul 1 mm 2 bmm */
 gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **out);

@@ -3,7 +3,17 @@
  * gs_ag_check_inplace) and a leaf's flags (requires_grad, detach_,
  * parameters). Bindings call these, never the plain in-place ops, so a
  * new binding cannot forget the guard. */
+#include <string.h>
 #include "gs_autograd.h"
+
+gs_status gs_ag_check_inplace_src(const gs_tensor *x, const gs_tensor *src) {
+  GS_TRY(gs_ag_check_inplace(x));
+  if (gs_grad_enabled && src && gs_requires_grad(src))
+    return gs_error("in-place operations whose operand requires grad are not supported: the result would not carry "
+                    "its gradient; use the out-of-place form (e.g. x = x + y instead of x:add_(y)), or detach the "
+                    "operand");
+  return GS_OK;
+}
 
 gs_status gs_ag_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
   GS_TRY(gs_ag_check_inplace(x));
@@ -11,7 +21,7 @@ gs_status gs_ag_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
 }
 
 gs_status gs_ag_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b) {
-  GS_TRY(gs_ag_check_inplace(a));
+  GS_TRY(gs_ag_check_inplace_src(a, b));
   return gs_binary_(op, a, b);
 }
 
@@ -26,12 +36,12 @@ gs_status gs_ag_fill_(gs_tensor *x, gs_scalar v) {
 }
 
 gs_status gs_ag_fill_tensor_(gs_tensor *x, const gs_tensor *v) {
-  GS_TRY(gs_ag_check_inplace(x));
+  GS_TRY(gs_ag_check_inplace_src(x, v));
   return gs_fill_tensor_(x, v);
 }
 
 gs_status gs_ag_copy_(gs_tensor *dst, const gs_tensor *src) {
-  GS_TRY(gs_ag_check_inplace(dst));
+  GS_TRY(gs_ag_check_inplace_src(dst, src));
   return gs_copy_(dst, src);
 }
 
@@ -69,5 +79,38 @@ gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad) {
   if (x->grad_fn) return gs_error("nn.Parameter: expected a leaf tensor; use t:detach() first");
   x->is_param = true;
   x->requires_grad = requires_grad;
+  return GS_OK;
+}
+
+gs_status gs_ag_set_grad(gs_tensor *x, gs_tensor *g) {
+  if (g) {
+    if (g == x) return gs_error("can't assign Variable as its own grad");
+    if (g->dtype != x->dtype)
+      return gs_error("assigned grad has data of a different type: the tensor is %s, the grad %s",
+                      gs_dtype_name(x->dtype), gs_dtype_name(g->dtype));
+    gs_device dx = gs_tensor_device(x), dg = gs_tensor_device(g);
+    if (dx.type != dg.type || dx.index != dg.index) {
+      char a[16], b[16];
+      gs_device_name(dx, a, sizeof a);
+      gs_device_name(dg, b, sizeof b);
+      return gs_error("assigned grad has data located on a different device: the tensor is on %s, the grad on %s", a, b);
+    }
+    if (g->ndim != x->ndim || memcmp(g->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0) {
+      char a[128], b[128];
+      gs_shape_str(x, a, sizeof a);
+      gs_shape_str(g, b, sizeof b);
+      return gs_error("assigned grad has data of a different size: the tensor is %s, the grad %s", a, b);
+    }
+    /* A graph holds its leaves: a .grad with a grad_fn can lead back to x,
+     * and a reference cycle is never freed. */
+    if (g->grad_fn)
+      return gs_error("assigned grad has a grad_fn (%s): a .grad must not be part of an autograd graph; assign "
+                      "g:detach() instead", gs_grad_fn_name(g->grad_fn));
+    for (const gs_tensor *t = g->grad; t; t = t->grad)
+      if (t == x) return gs_error("assigned grad would make a cycle: the tensor is reachable through the grad's own .grad");
+    gs_tensor_retain(g);
+  }
+  gs_tensor_release(x->grad);
+  x->grad = g;
   return GS_OK;
 }

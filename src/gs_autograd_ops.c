@@ -6,7 +6,9 @@
  *   pow(a, p): g*p*a^(p-1)   exp: g*y   log: g/x   sqrt: g/(2y)
  *   relu: g*(y>0)   sigmoid: g*y*(1-y)   tanh: g*(1-y^2)   abs: g*sign(x)
  *   softmax: y*(g - sum(g*y))   log_softmax: g - exp(y)*sum(g)
- *   mm: g@b^T, a^T@g   sum: g expanded   mean: g expanded / n */
+ *   mm: g@b^T, a^T@g   sum: g expanded   mean: g expanded / n
+ *   maximum/minimum: g to the winner, halves on ties
+ *   remainder(a, b): g, -g*floor(a/b)   floor_divide: zero */
 #include <math.h>
 #include <string.h>
 #include "gs_autograd.h"
@@ -134,6 +136,25 @@ gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tenso
 
 /* ---- binary (tensor op tensor, or tensor op number) ---- */
 
+/* maximum/minimum: the larger (smaller) input takes g; a tie splits it
+ * in halves, as PyTorch does. b may be NULL (then the number c). */
+static gs_status bw_extreme(bool is_max, gs_tensor *a, gs_tensor *b, double c, gs_tensor *g, gs_tensor **gr) {
+  gs_binary_op wins = is_max ? GS_B_GT : GS_B_LT, loses = is_max ? GS_B_LT : GS_B_GT;
+  gs_tensor *tie = NULL, *half = NULL, *m = NULL, *w = NULL;
+  gs_status s = b ? gs_binary(GS_B_EQ, a, b, &tie) : gs_binary_scalar(GS_B_EQ, a, gs_scalar_f(c), false, &tie);
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_MUL, tie, gs_scalar_f(0.5), false, &half);
+  for (int i = 0; i < (b ? 2 : 1) && s == GS_OK; i++) {
+    gs_binary_op op = i == 0 ? wins : loses;
+    s = b ? gs_binary(op, a, b, &m) : gs_binary_scalar(op, a, gs_scalar_f(c), false, &m);
+    if (s == GS_OK) s = gs_binary(GS_B_ADD, half, m, &w);
+    if (s == GS_OK) s = gs_binary(GS_B_MUL, g, w, &gr[i]);
+    REL(m); REL(w);
+    m = w = NULL;
+  }
+  REL(tie); REL(half);
+  return s;
+}
+
 static gs_status bw_binary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
   gs_binary_op op = (gs_binary_op)n->ints[0];
   bool has_b = n->ints[1]; /* else b is the number in scalar[0] */
@@ -190,6 +211,20 @@ static gs_status bw_binary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
     if (s == GS_OK) s = gs_binary(GS_B_MUL, y, t, &u);
     if (s == GS_OK) s = gs_binary(GS_B_MUL, g, u, &gr[1]);
     break;
+  case GS_B_MAXIMUM: case GS_B_MINIMUM:
+    s = bw_extreme(op == GS_B_MAXIMUM, a, b, c, g, gr);
+    break;
+  case GS_B_REMAINDER: /* a - floor(a/b)*b: g, and -g*floor(a/b) */
+    if (!has_b && !reversed) { gs_tensor_retain(g); gr[0] = g; break; }
+    s = has_b ? gs_binary(GS_B_FLOOR_DIV, a, b, &t) : gs_binary_scalar(GS_B_FLOOR_DIV, a, gs_scalar_f(c), true, &t);
+    if (s == GS_OK) s = gs_binary(GS_B_MUL, g, t, &u);
+    if (s == GS_OK) s = mul_s(u, -1.0, has_b ? &gr[1] : &gr[0]);
+    if (s == GS_OK && has_b) { gs_tensor_retain(g); gr[0] = g; }
+    break;
+  case GS_B_FLOOR_DIV: /* piecewise constant: zero almost everywhere, as floor */
+    s = mul_s(g, 0.0, &gr[0]);
+    if (s == GS_OK && has_b) s = mul_s(g, 0.0, &gr[1]);
+    break;
   default:
     return gs_error("%s has no gradient", n->name);
   }
@@ -206,6 +241,7 @@ static gs_status record_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, doub
   gs_tensor *ins[2] = {a, b};
   if (!wants(ins, b ? 2 : 1)) return GS_OK;
   if (!b && op == GS_B_POW) name = reversed ? "PowBackward1" : "PowBackward0";
+  if (!b && op == GS_B_REMAINDER) name = "RemainderBackward0";
   gs_node *n = gs_node_new(name, bw_binary, b ? 2 : 1, ins);
   gs_status s = GS_OK;
   if (n) {
@@ -213,7 +249,8 @@ static gs_status record_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, doub
     n->ints[1] = b != NULL;
     n->ints[2] = reversed;
     n->scalar[0] = c;
-    if (op == GS_B_MUL || op == GS_B_DIV || op == GS_B_POW) {
+    if (op == GS_B_MUL || op == GS_B_DIV || op == GS_B_POW || op == GS_B_MAXIMUM || op == GS_B_MINIMUM ||
+        op == GS_B_REMAINDER) {
       s = gs_node_save(n, 0, a);
       if (s == GS_OK && b) s = gs_node_save(n, 1, b);
       if (s == GS_OK && (op == GS_B_DIV || op == GS_B_POW)) s = gs_node_save(n, 2, out);

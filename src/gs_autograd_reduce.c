@@ -62,6 +62,49 @@ gs_status gs_ag_mean(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
   return record_sum(x, dim, keepdim, true, out);
 }
 
+/* ---- prod: each element's gradient is g times the product of the
+ * others. With z the zeros of x, x1 = x with zeros made 1 and p1 the
+ * product of x1: no zero in the slice gives g*p1/x1; exactly one zero
+ * gives g*p1 at the zero and 0 elsewhere; two or more give 0. ---- */
+
+static gs_status bw_prod(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  int dim = (int)n->ints[0];
+  bool keepdim = n->ints[1];
+  gs_tensor *x = n->saved[0];
+  gs_tensor *gu = NULL, *z = NULL, *nz = NULL, *x1 = NULL, *p1 = NULL, *none = NULL, *one = NULL,
+            *q = NULL, *a = NULL, *b = NULL, *w = NULL;
+  gs_status s = GS_OK;
+  if (dim >= 0 && !keepdim) s = gs_unsqueeze(g, dim, &gu);
+  else { gs_tensor_retain(g); gu = g; }
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_EQ, x, gs_scalar_i(0), false, &z);
+  if (s == GS_OK) s = gs_reduce(GS_R_SUM, z, dim, true, &nz, NULL);
+  if (s == GS_OK) s = gs_binary(GS_B_ADD, x, z, &x1);
+  if (s == GS_OK) s = gs_reduce(GS_R_PROD, x1, dim, true, &p1, NULL);
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_EQ, nz, gs_scalar_i(0), false, &none);
+  if (s == GS_OK) s = gs_binary_scalar(GS_B_EQ, nz, gs_scalar_i(1), false, &one);
+  if (s == GS_OK) s = gs_binary(GS_B_DIV, p1, x1, &q);
+  if (s == GS_OK) s = gs_binary(GS_B_MUL, none, q, &a);       /* no zero: p1/x1 */
+  if (s == GS_OK) { REL(q); q = NULL; s = gs_binary(GS_B_MUL, one, z, &q); }
+  if (s == GS_OK) s = gs_binary(GS_B_MUL, q, p1, &b);         /* one zero: p1 there */
+  if (s == GS_OK) s = gs_binary(GS_B_ADD, a, b, &w);
+  if (s == GS_OK) s = gs_binary(GS_B_MUL, gu, w, &gr[0]);
+  REL(gu); REL(z); REL(nz); REL(x1); REL(p1); REL(none); REL(one); REL(q); REL(a); REL(b); REL(w);
+  return s;
+}
+
+gs_status gs_ag_prod(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
+  GS_TRY(gs_reduce(GS_R_PROD, x, dim, keepdim, out, NULL));
+  if (!wants(&x, 1) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
+  gs_node *n = gs_node_new(dim < 0 ? "ProdBackward0" : "ProdBackward1", bw_prod, 1, &x);
+  gs_status s = GS_OK;
+  if (n) {
+    n->ints[0] = x->ndim == 0 ? -1 : dim;
+    n->ints[1] = keepdim;
+    s = gs_node_save(n, 0, x);
+  }
+  return finish(n, out, s);
+}
+
 /* ---- softmax ---- */
 
 static gs_status bw_softmax(gs_node *n, gs_tensor *g, gs_tensor **gr) {

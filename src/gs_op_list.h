@@ -45,17 +45,17 @@
 /* X(ID, name, method, inplace, grad). Comparisons and logic come last and
  * write a bool output (the CUDA kernels test op >= GS_B_EQ). POW's grad is
  * for tensor ** tensor; with a number it is PowBackward0 (x ** c) or
- * PowBackward1 (c ** x). */
+ * PowBackward1 (c ** x). REMAINDER with a number is RemainderBackward0. */
 #define GS_BINARY_OPS(X)                                   \
   X(ADD, add, 0, 1, "AddBackward0")                        \
   X(SUB, sub, 0, 1, "SubBackward0")                        \
   X(MUL, mul, 1, 1, "MulBackward0")                        \
   X(DIV, div, 1, 1, "DivBackward0")                        \
-  X(FLOOR_DIV, floor_divide, 1, 1, NULL)                   \
-  X(REMAINDER, remainder, 1, 1, NULL)                      \
+  X(FLOOR_DIV, floor_divide, 1, 1, "FloorDivideBackward0") \
+  X(REMAINDER, remainder, 1, 1, "RemainderBackward1")      \
   X(POW, pow, 1, 1, "PowBackward1")                        \
-  X(MAXIMUM, maximum, 1, 0, NULL)                          \
-  X(MINIMUM, minimum, 1, 0, NULL)                          \
+  X(MAXIMUM, maximum, 1, 0, "MaximumBackward0")            \
+  X(MINIMUM, minimum, 1, 0, "MinimumBackward0")            \
   X(EQ, eq, 1, 0, NULL)                                    \
   X(NE, ne, 1, 0, NULL)                                    \
   X(LT, lt, 1, 0, NULL)                                    \

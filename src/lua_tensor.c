@@ -158,9 +158,8 @@ static int t_newindex(lua_State *L) {
     }
     if (strcmp(k, "grad") == 0) {
       gs_tensor *g = lua_isnil(L, 3) ? NULL : gsL_checktensor(L, 3);
-      if (g) { gs_tensor_retain(g); gsL_register(L, 3); }
-      if (t->grad) gs_tensor_release(t->grad);
-      t->grad = g;
+      gsL_check(L, gs_ag_set_grad(t, g));
+      if (g) gsL_register(L, 3);
       return 0;
     }
     if (strcmp(k, "data") == 0) { /* x.data = y: take y's storage and geometry */

@@ -132,7 +132,8 @@ static int binary_(lua_State *L) {
     double alpha = luaL_checknumber(L, 3);
     if ((y = gsL_testtensor(L, 2))) {
       gs_scalar a = lua_isinteger(L, 3) ? gs_scalar_i(lua_tointeger(L, 3)) : gs_scalar_f(alpha);
-      gsL_check(L, gs_binary_scalar(GS_B_MUL, y, a, false, &scaled));
+      /* recorded, so the in-place op sees that y requires grad */
+      gsL_check(L, gs_ag_binary_scalar(GS_B_MUL, y, a, false, &scaled));
       gsL_pushtensor(L, scaled); /* keeps it alive; collected later */
       lua_replace(L, 2);
     } else {
@@ -220,6 +221,7 @@ static int reduce(lua_State *L) {
   int d = reduce_dim(L, x, &keepdim, rnames[op]);
   bool pair = (op == GS_R_MAX || op == GS_R_MIN) && d >= 0;
   gs_status s = op == GS_R_SUM ? gs_ag_sum(x, d, keepdim, &v)
+              : op == GS_R_PROD ? gs_ag_prod(x, d, keepdim, &v)
               : op == GS_R_MAX || op == GS_R_MIN ? gs_ag_extremum(x, op == GS_R_MAX, d, keepdim, &v, pair ? &i : NULL)
               : gs_reduce(op, x, d, keepdim, &v, pair ? &i : NULL);
   gsL_check(L, s);

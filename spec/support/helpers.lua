@@ -259,6 +259,46 @@ function H.it_unless(known, it, pending)
   end
 end
 
+-- ---------------------------------------------------------------- autograd
+
+-- Numeric gradient of sum(f(inputs) * w) with respect to inputs[k].
+local function numeric_grad(f, inputs, k, w, eps)
+  eps = eps or 1e-6
+  local x = inputs[k]
+  local flat = x:view(-1)
+  local g = torch.zeros(x:numel(), { dtype = torch.float64 })
+  torch.no_grad(function()
+    for i = 1, x:numel() do
+      local orig = flat[i]:item()
+      flat[i] = orig + eps
+      local up = (f(table.unpack(inputs)) * w):sum():item()
+      flat[i] = orig - eps
+      local down = (f(table.unpack(inputs)) * w):sum():item()
+      flat[i] = orig
+      g[i] = (up - down) / (2 * eps)
+    end
+  end)
+  return g:view(x.shape)
+end
+
+-- Checks analytic against numeric gradients for every input (leaf tensors
+-- that require grad, float64): a missing .grad or a difference fails.
+function H.gradcheck(f, inputs, tol)
+  tol = tol or 1e-5
+  for _, x in ipairs(inputs) do x.grad = nil end
+  local out = f(table.unpack(inputs))
+  local w = torch.rand(out.shape, { dtype = torch.float64 }) + 0.5
+  ;(out * w):sum():backward()
+  for k, x in ipairs(inputs) do
+    local num = numeric_grad(f, inputs, k, w)
+    assert.is_not_nil(x.grad, "input " .. k .. " got no gradient")
+    local ok = x.grad:allclose(num, tol, tol)
+    if not ok then
+      error(("gradient of input %d differs:\nanalytic %s\nnumeric  %s"):format(k, tostring(x.grad), tostring(num)))
+    end
+  end
+end
+
 -- ---------------------------------------------------------------- refs
 
 -- Matrix product of nested lists a [m][k] x b [k][n], accumulated from
