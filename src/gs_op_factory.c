@@ -1,8 +1,35 @@
 /* gs_op_factory.c: tensors made from nothing (full, arange, linspace, eye)
  * and random fills from the shared Philox stream. */
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "gs_ops.h"
+
+gs_status gs_scalar_fits(gs_dtype dt, gs_scalar v) {
+  if (v.is_bool || dt == GS_BOOL) return GS_OK;
+  double lo, hi;
+  switch (dt) {
+  case GS_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+  case GS_UINT8: lo = 0, hi = UINT8_MAX; break;
+  case GS_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+  case GS_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+  case GS_INT64: lo = -0x1p63, hi = 0x1p63; break; /* an int64 scalar always fits */
+  case GS_FLOAT16: lo = -65504, hi = 65504; break;
+  case GS_BFLOAT16: lo = -0x1.fep127, hi = 0x1.fep127; break;
+  case GS_FLOAT32: lo = -FLT_MAX, hi = FLT_MAX; break;
+  default: return GS_OK;
+  }
+  bool fits;
+  if (!v.is_float) fits = dt == GS_INT64 || ((double)v.i >= lo && (double)v.i <= hi);
+  else if (gs_dtype_is_float(dt)) fits = !isfinite(v.f) || (v.f >= lo && v.f <= hi);
+  else fits = isfinite(v.f) && trunc(v.f) >= lo && (dt == GS_INT64 ? trunc(v.f) < hi : trunc(v.f) <= hi);
+  if (fits) return GS_OK;
+  char num[48];
+  if (v.is_float) snprintf(num, sizeof num, "%.17g", v.f);
+  else snprintf(num, sizeof num, "%lld", (long long)v.i);
+  return gs_error("value cannot be converted to type %s without overflow: %s", gs_dtype_name(dt), num);
+}
 
 gs_status gs_fill_(gs_tensor *x, gs_scalar v) {
   const gs_backend *be;
@@ -47,23 +74,42 @@ gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double
   return GS_OK;
 }
 
-/* Computed on the host from both ends (as PyTorch does, so the last value
- * is exactly `end`), then moved. */
+/* Computed from both ends (as PyTorch does, so the last value is exactly
+ * `end`). */
+/* Values are computed on the host a chunk at a time and copied into the
+ * result, which is allocated on its device first: the device's memory cap
+ * is checked before any work, and the host never holds the whole result. */
+#define FILL_CHUNK ((int64_t)1 << 20)
+
 gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int64_t n, gs_tensor **out) {
   if (n < 0) return gs_error("linspace: number of steps must be non-negative, got %lld", (long long)n);
-  gs_tensor *h, *r;
-  GS_TRY(gs_tensor_empty(gs_cpu(), GS_FLOAT64, 1, &n, &h));
-  double *p = (double *)gs_tensor_ptr(h);
+  gs_tensor *r, *h = NULL;
+  GS_TRY(gs_tensor_empty(dev, dt, 1, &n, &r));
+  int64_t m = n < FILL_CHUNK ? n : FILL_CHUNK;
+  gs_status s = gs_tensor_empty(gs_cpu(), GS_FLOAT64, 1, &m, &h);
   double step = n > 1 ? (end - start) / (double)(n - 1) : 0;
   int64_t half = n / 2;
-  for (int64_t i = 0; i < n; i++) p[i] = i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
-  /* one step is `start` (PyTorch: linspace(-1, 1, 1) == [-1.]); the loop
-   * above would give `end` since half == 0 */
-  if (n == 1) p[0] = start;
-  gs_status s = gs_to(h, dev, dt, &r);
+  for (int64_t i0 = 0; i0 < n && s == GS_OK; i0 += m) {
+    int64_t len = n - i0 < m ? n - i0 : m;
+    double *p = (double *)gs_tensor_ptr(h);
+    for (int64_t k = 0; k < len; k++) {
+      int64_t i = i0 + k;
+      p[k] = i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
+    }
+    /* one step is `start` (PyTorch: linspace(-1, 1, 1) == [-1.]); the
+     * formula would give `end` since half == 0 */
+    if (n == 1) p[0] = start;
+    gs_tensor *dst = NULL, *src = NULL;
+    s = gs_narrow(r, 0, i0, len, &dst);
+    if (s == GS_OK) s = gs_narrow(h, 0, 0, len, &src);
+    if (s == GS_OK) s = gs_copy_(dst, src);
+    gs_tensor_release(dst);
+    gs_tensor_release(src);
+  }
   gs_tensor_release(h);
-  if (s == GS_OK) *out = r;
-  return s;
+  if (s != GS_OK) { gs_tensor_release(r); return s; }
+  *out = r;
+  return GS_OK;
 }
 
 gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **out) {
@@ -116,6 +162,9 @@ static gs_status need_float(const gs_tensor *x, const char *op) {
 gs_status gs_uniform_(gs_tensor *x, double lo, double hi) {
   GS_TRY(need_float(x, "uniform_"));
   if (!(lo <= hi)) return gs_error("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", lo, hi);
+  if (!isfinite(hi - lo))
+    return gs_error("uniform_ expects a finite range: to - from must be at most %g, but found from=%g and to=%g",
+                    DBL_MAX, lo, hi);
   gs_random_spec r = {.kind = GS_RAND_UNIFORM, .a = lo, .b = hi};
   return draw(x, &r, x->dtype == GS_FLOAT64 ? GS_FLOAT64 : GS_FLOAT32);
 }
@@ -159,26 +208,68 @@ gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi) {
   return draw(x, &r, GS_INT64);
 }
 
-/* A random permutation: Fisher-Yates on the host, each swap driven by one
- * element of a uniform draw, so it follows manual_seed like everything else. */
-gs_status gs_randperm(gs_device dev, int64_t n, gs_tensor **out) {
-  if (n < 0) return gs_error("randperm: n must be non-negative, got %lld", (long long)n);
-  gs_tensor *keys, *idx;
-  GS_TRY(gs_tensor_empty(gs_cpu(), GS_FLOAT64, 1, &n, &keys));
-  gs_status s = gs_uniform_(keys, 0, 1);
-  if (s != GS_OK) { gs_tensor_release(keys); return s; }
-  s = gs_tensor_empty(gs_cpu(), GS_INT64, 1, &n, &idx);
-  if (s != GS_OK) { gs_tensor_release(keys); return s; }
-  double *k = (double *)gs_tensor_ptr(keys);
-  int64_t *p = (int64_t *)gs_tensor_ptr(idx);
-  for (int64_t i = 0; i < n; i++) p[i] = i;
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t j = (int64_t)(k[i] * (double)(i + 1));
-    if (j > i) j = i;
-    int64_t t = p[i]; p[i] = p[j]; p[j] = t;
+/* The largest integer n such that 0..n are all exact in dt (randperm's
+ * values must be), or -1 when dt cannot hold a permutation. */
+static int64_t exact_int_limit(gs_dtype dt) {
+  switch (dt) {
+  case GS_INT8: return INT8_MAX;
+  case GS_UINT8: return UINT8_MAX;
+  case GS_INT16: return INT16_MAX;
+  case GS_INT32: return INT32_MAX;
+  case GS_INT64: return INT64_MAX;
+  case GS_FLOAT16: return 2048;
+  case GS_BFLOAT16: return 256;
+  case GS_FLOAT32: return (int64_t)1 << 24;
+  case GS_FLOAT64: return (int64_t)1 << 53;
+  default: return -1;
   }
+}
+
+/* A random permutation of first .. first+n-1: Fisher-Yates, each swap
+ * driven by one uniform draw (drawn a chunk at a time), so it follows
+ * manual_seed like everything else. The result is allocated on its device
+ * and in its dtype first (the device's cap is checked before any work);
+ * the shuffle runs in place when that memory is host-addressable int64,
+ * else in a host int64 array copied in at the end. */
+gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_tensor **out) {
+  if (n < 0) return gs_error("randperm: n must be non-negative, got %lld", (long long)n);
+  int64_t limit = exact_int_limit(dt);
+  if (limit < 0) return gs_error("randperm: dtype %s cannot hold a permutation", gs_dtype_name(dt));
+  if (n > 0 && first + n - 1 > limit)
+    return gs_error("randperm: %lld values do not all fit exactly in %s (at most %lld)", (long long)n,
+                    gs_dtype_name(dt), (long long)(limit - first + 1));
+  gs_tensor *r, *idx = NULL, *keys = NULL;
+  GS_TRY(gs_tensor_empty(dev, dt, 1, &n, &r));
+  gs_status s = GS_OK;
+  bool in_place = dt == GS_INT64 && gs_tensor_host_addressable(r);
+  if (in_place) { idx = r; gs_tensor_retain(idx); }
+  else s = gs_tensor_empty(gs_cpu(), GS_INT64, 1, &n, &idx);
+  int64_t m = n < FILL_CHUNK ? n : FILL_CHUNK;
+  if (s == GS_OK) s = gs_tensor_empty(gs_cpu(), GS_FLOAT64, 1, &m, &keys);
+  if (s == GS_OK) {
+    int64_t *p = (int64_t *)gs_tensor_ptr(idx);
+    for (int64_t i = 0; i < n; i++) p[i] = first + i;
+    /* keys for i = hi down to lo, one chunk per draw */
+    for (int64_t hi = n - 1; hi > 0 && s == GS_OK; hi -= m) {
+      int64_t lo = hi - m + 1 > 1 ? hi - m + 1 : 1;
+      gs_tensor *kc = NULL;
+      int64_t len = hi - lo + 1;
+      s = gs_narrow(keys, 0, 0, len, &kc);
+      if (s == GS_OK) s = gs_uniform_(kc, 0, 1);
+      gs_tensor_release(kc);
+      const double *k = (const double *)gs_tensor_ptr(keys);
+      for (int64_t i = hi; i >= lo && s == GS_OK; i--) {
+        int64_t j = (int64_t)(k[hi - i] * (double)(i + 1));
+        if (j > i) j = i;
+        int64_t t = p[i]; p[i] = p[j]; p[j] = t;
+      }
+    }
+  }
+  if (s == GS_OK && !in_place) s = gs_copy_(r, idx);
+  if (s == GS_OK && in_place) r->buf->version++;
   gs_tensor_release(keys);
-  s = gs_to(idx, dev, GS_INT64, out);
   gs_tensor_release(idx);
-  return s;
+  if (s != GS_OK) { gs_tensor_release(r); return s; }
+  *out = r;
+  return GS_OK;
 }

@@ -100,6 +100,12 @@ gs_status gs_cat(gs_tensor **xs, int n, int dim, gs_tensor **out);
 gs_status gs_stack(gs_tensor **xs, int n, int dim, gs_tensor **out);
 
 /* ---- factories ---- */
+/* A value that full/fill_ may store in dt: PyTorch refuses one the dtype
+ * cannot hold ("value cannot be converted to type int8 without overflow")
+ * where a C cast would wrap it (300 into int8 is 44). Floats: a finite
+ * value beyond the largest finite one; inf and nan fit every float type.
+ * Arithmetic with a scalar still wraps, as in PyTorch. */
+gs_status gs_scalar_fits(gs_dtype dt, gs_scalar v);
 gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_scalar v, gs_tensor **out);
 gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double step, gs_tensor **out);
 gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int64_t n, gs_tensor **out);
@@ -113,7 +119,9 @@ uint64_t gs_initial_seed(void);
 gs_status gs_uniform_(gs_tensor *x, double lo, double hi);
 gs_status gs_normal_(gs_tensor *x, double mean, double std);
 gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi);
-gs_status gs_randperm(gs_device dev, int64_t n, gs_tensor **out); /* int64, 0-based */
+/* first .. first+n-1 in random order, built on dev in dtype dt (every
+ * value must be exact in dt) */
+gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_tensor **out);
 
 /* ---- elementwise ---- */
 gs_status gs_unary(gs_unary_op op, const gs_tensor *x, const double *args, gs_tensor **out);

@@ -182,7 +182,9 @@ static int l_full(lua_State *L) {
   int64_t shape[GS_MAX_DIMS];
   int n = gsL_checksizes(L, 1, last - 1, shape);
   gs_tensor *t;
-  gsL_check(L, gs_full(o.device, o.has_dtype ? o.dtype : inferred, n, shape, v, &t));
+  gs_dtype dt = o.has_dtype ? o.dtype : inferred;
+  gsL_check(L, gs_scalar_fits(dt, v));
+  gsL_check(L, gs_full(o.device, dt, n, shape, v, &t));
   finish(L, t, &o);
   return 1;
 }
@@ -224,12 +226,9 @@ static int l_randint(lua_State *L) {
 static int l_randperm(lua_State *L) {
   opts o;
   read_opts(L, &o, GS_INT64, "torch.randperm");
-  gs_tensor *t, *r;
-  gsL_check(L, gs_randperm(o.device, luaL_checkinteger(L, 1), &t));
+  gs_tensor *r;
   /* 1-based like every index Lua sees */
-  gs_status s = gs_binary_scalar(GS_B_ADD, t, gs_scalar_i(1), false, &r);
-  gs_tensor_release(t);
-  gsL_check(L, s);
+  gsL_check(L, gs_randperm(o.device, o.dtype, luaL_checkinteger(L, 1), 1, &r));
   finish(L, r, &o);
   return 1;
 }
@@ -320,7 +319,8 @@ static int like(lua_State *L) {
   gs_status s;
   if (kind == 5) {
     gs_scalar v = lua_isinteger(L, 2) ? gs_scalar_i(lua_tointeger(L, 2)) : gs_scalar_f(luaL_checknumber(L, 2));
-    s = gs_full(o.device, o.dtype, x->ndim, x->shape, v, &t);
+    s = gs_scalar_fits(o.dtype, v);
+    if (s == GS_OK) s = gs_full(o.device, o.dtype, x->ndim, x->shape, v, &t);
   } else if (kind <= 1) {
     s = gs_full(o.device, o.dtype, x->ndim, x->shape, gs_scalar_i(kind), &t);
   } else {
