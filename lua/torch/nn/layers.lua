@@ -110,6 +110,7 @@ local function list_container(name)
     if not base.is_module(m) then
       fail(string.format("cannot assign '%s' as child module %d (torch.nn.Module expected)", type(m), i))
     end
+    base.check_child(self, self._modules.keys[j], m)
     self._modules.vals[self._modules.keys[j]] = m
   end
   function C:add(m)
@@ -246,7 +247,7 @@ function Dropout:init(p, inplace)
   if type(p) == "table" then check_options(p, "nn.Dropout", { "p", "inplace" }); p, inplace = p.p, p.inplace end
   if type(inplace) == "table" then check_options(inplace, "nn.Dropout", { "inplace" }); inplace = inplace.inplace end
   if p == nil then p = 0.5 end
-  if type(p) ~= "number" or p < 0 or p > 1 then
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then -- "not (...)" also refuses nan
     fail("dropout probability has to be between 0 and 1, but got " .. tostring(p))
   end
   self.p = p

@@ -215,6 +215,28 @@ local function type_name(v)
   return type(v)
 end
 
+-- True when target is m or a module inside m's tree.
+local function contains(m, target, seen)
+  if rawequal(m, target) then return true end
+  if seen[m] then return false end
+  seen[m] = true
+  for _, c in m._modules:items() do
+    if contains(c, target, seen) then return true end
+  end
+  return false
+end
+
+-- Refuses to make child a child of parent when child contains parent: the
+-- tree would contain itself, and state_dict, to(), printing and every
+-- other walk would never end.
+function M.check_child(parent, name, child)
+  if child ~= nil and contains(child, parent, {}) then
+    fail(string.format("cannot add child module '%s' to %s: %s", tostring(name), parent:_get_name(),
+      rawequal(child, parent) and "a module cannot contain itself"
+        or "it already contains this module (a module tree cannot have cycles)"))
+  end
+end
+
 -- Class objects (torch.utils.class): calling one constructs an instance
 -- with its parameter, buffer and child tables, then calls init.
 local function construct(cls, ...)
@@ -293,6 +315,7 @@ function Module.__newindex(self, k, v)
     unregister(self, k, "p")
     self._parameters:set(k, v)
   elseif is_module(v) then
+    M.check_child(self, k, v)
     unregister(self, k, "m")
     self._modules:set(k, v)
   elseif self._parameters:has(k) then
@@ -318,7 +341,23 @@ function Module.__newindex(self, k, v)
   end
 end
 
-function Module.__call(self, ...) return self:forward(...) end
+-- A forward that calls its own module again (directly or through others)
+-- would recurse without end; as tail calls it would even loop forever.
+-- Module calls are counted (a to-be-closed guard undoes the count on
+-- return and on error) and refused past this depth.
+local MAX_CALL_DEPTH = 200
+local call_depth = 0
+local depth_guard = setmetatable({}, { __close = function() call_depth = call_depth - 1 end })
+
+function Module.__call(self, ...)
+  if call_depth >= MAX_CALL_DEPTH then
+    fail(string.format("maximum module call depth (%d) exceeded calling %s: does a forward call its own module "
+      .. "(self(x) or a parent) again?", MAX_CALL_DEPTH, self:_get_name()))
+  end
+  call_depth = call_depth + 1
+  local _ <close> = depth_guard
+  return self:forward(...)
+end
 
 function Module:init() end
 
@@ -398,6 +437,7 @@ function Module:add_module(name, m)
     fail(type_name(m) .. " is not a Module subclass")
   end
   name = tostring(name)
+  M.check_child(self, name, m)
   unregister(self, name, "m")
   self._modules:set(name, m)
 end
