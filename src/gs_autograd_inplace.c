@@ -32,6 +32,7 @@ gs_status gs_ag_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s) {
 
 gs_status gs_ag_fill_(gs_tensor *x, gs_scalar v) {
   GS_TRY(gs_ag_check_inplace(x));
+  GS_TRY(gs_scalar_fits(x->dtype, v)); /* x:fill_(300) and x[i] = 300 on int8 */
   return gs_fill_(x, v);
 }
 
