@@ -10,6 +10,8 @@
 --   REFUSE   called on a tensor that requires grad, raises a clear error
 --   INPLACE  in-place: refused on a leaf that requires grad, and when the
 --            operand requires grad
+--   FRESH    makes a new tensor from nothing but x's dtype and device
+--            (new_zeros, ...): a leaf that does not require grad, as in PyTorch
 --   META     returns no tensor of values computed from x (sizes, flags,
 --            conversions to Lua, autograd controls)
 local torch = require("torch")
@@ -145,6 +147,12 @@ local REFUSE = {
   index_select = function(x) return x:index_select(1, torch.tensor({ 1 })) end,
 }
 
+local FRESH = {
+  new_zeros = function(x) return x:new_zeros(2) end, new_ones = function(x) return x:new_ones(2) end,
+  new_empty = function(x) return x:new_empty(2) end, new_full = function(x) return x:new_full({ 2 }, 1.5) end,
+  new_tensor = function(x) return x:new_tensor({ 1.0, 2.0 }) end,
+}
+
 local META = {
   allclose = true, equal = true, item = true, tolist = true, size = true, stride = true, dim = true, numel = true,
   nelement = true, element_size = true, is_contiguous = true, is_floating_point = true, storage_offset = true,
@@ -179,7 +187,7 @@ describe("every op records a gradient or says it cannot", function()
     local missing = {}
     for _, name in ipairs(methods()) do
       local n = (GRAD[name] and 1 or 0) + (LOWP[name] and 1 or 0) + (NONFLOAT[name] and 1 or 0) +
-                (REFUSE[name] and 1 or 0) + (META[name] and 1 or 0)
+                (REFUSE[name] and 1 or 0) + (META[name] and 1 or 0) + (FRESH[name] and 1 or 0)
       local base = name:match("^(.-)_$")
       if name ~= "requires_grad_" and name ~= "detach_" and base then
         n = n + ((INPLACE[name] or GRAD[base] or NONFLOAT[base]) and 1 or 0)
@@ -205,6 +213,13 @@ describe("every op records a gradient or says it cannot", function()
         local r = NONFLOAT[name](any(3))
         assert.is_false(r:is_floating_point())
         assert.is_nil(r.grad_fn)
+      end)
+    elseif FRESH[name] then
+      it(name .. " makes a leaf that does not require grad", function()
+        local r = FRESH[name](any(3))
+        assert.is_nil(r.grad_fn)
+        assert.is_false(r.requires_grad)
+        assert.are.equal("float64", r.dtype.name)
       end)
     elseif REFUSE[name] then
       it(name .. " refuses a tensor that requires grad", function()
