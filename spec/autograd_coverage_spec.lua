@@ -156,7 +156,7 @@ local FRESH = {
 local META = {
   allclose = true, equal = true, item = true, tolist = true, size = true, stride = true, dim = true, numel = true,
   nelement = true, element_size = true, is_contiguous = true, is_floating_point = true, storage_offset = true,
-  data_ptr = true, get_device = true, backward = true, detach = true, detach_ = true, requires_grad_ = true, cpu = true, cuda = true,
+  data_ptr = true, get_device = true, backward = true, register_post_accumulate_grad_hook = true, detach = true, detach_ = true, requires_grad_ = true, cpu = true, cuda = true,
   -- metamethods that compute nothing differentiable
   __gc = true, __close = true, __tostring = true, __len = true, __newindex = true, __eq = true, __lt = true,
   __le = true, __name = true, __concat = true, __call = true,
