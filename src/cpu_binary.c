@@ -108,7 +108,7 @@ gs_status gs_cpu_binary_flagged(gs_binary_op op, gs_tensor *out, const gs_tensor
   const gs_tensor *ops[3] = {out, a, b};
   /* integer division checks a flag written by every thread: run serially */
   bool serial = op == GS_B_FLOOR_DIV || op == GS_B_REMAINDER;
-  gs_cpu_foreach(3, ops, table[op], &ctx, serial && a->dtype == GS_INT64);
+  GS_TRY(gs_cpu_foreach(3, ops, table[op], &ctx, serial && a->dtype == GS_INT64));
   if (!ctx.zero_div) return GS_OK;
   int code = op == GS_B_FLOOR_DIV ? GS_FLAG_FLOOR_DIVIDE_BY_ZERO : GS_FLAG_REMAINDER_BY_ZERO;
   if (flag) {

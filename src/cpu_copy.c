@@ -65,8 +65,7 @@ gs_status gs_cpu_copy(gs_tensor *dst, const gs_tensor *src) {
   } else {
     fn = conv[src->dtype][dst->dtype];
   }
-  gs_cpu_foreach(2, ops, fn, NULL, false);
-  return GS_OK;
+  return gs_cpu_foreach(2, ops, fn, NULL, false);
 }
 
 #define FILL(W, T)                                                             \
@@ -85,8 +84,7 @@ gs_status gs_cpu_fill(gs_tensor *dst, gs_scalar value) {
   size_t w = gs_dtype_size(dst->dtype);
   gs_loop_fn fn = w == 1 ? fill_1 : w == 2 ? fill_2 : w == 4 ? fill_4 : fill_8;
   const gs_tensor *ops[1] = {dst};
-  gs_cpu_foreach(1, ops, fn, &bits, false);
-  return GS_OK;
+  return gs_cpu_foreach(1, ops, fn, &bits, false);
 }
 
 gs_status gs_cpu_arange(gs_tensor *dst, double start, double step) {

@@ -66,17 +66,27 @@ static void run_chunk(int64_t c, void *arg) {
   iter_run(sp->it, b, e, sp->fn, sp->ctx);
 }
 
-void gs_cpu_foreach(int nops, const gs_tensor *const *ops, gs_loop_fn fn, void *ctx, bool serial) {
+gs_status gs_cpu_foreach(int nops, const gs_tensor *const *ops, gs_loop_fn fn, void *ctx, bool serial) {
   int64_t total = gs_numel(ops[0]);
-  if (total == 0) return;
+  if (total == 0) return GS_OK;
   iter it;
   iter_build(&it, nops, ops);
-  if (serial || total < GS_PARALLEL_GRAIN) {
+  if (total < GS_PARALLEL_GRAIN) { /* small: one run, nothing else to pay for */
     iter_run(&it, 0, total, fn, ctx);
-    return;
+    return GS_OK;
+  }
+  if (serial) { /* in blocks, for Ctrl-C */
+    bool poll = gs_interruptible();
+    for (int64_t b = 0; b < total; b += GS_PARALLEL_BLOCK) {
+      if (poll && gs_interrupted) return gs_interrupted_error();
+      iter_run(&it, b, total - b < GS_PARALLEL_BLOCK ? total : b + GS_PARALLEL_BLOCK, fn, ctx);
+    }
+    return GS_OK;
   }
   int64_t chunks = total / (GS_PARALLEL_GRAIN / 2), nt = gs_num_threads();
   if (chunks > nt) chunks = nt;
+  /* and at most GS_PARALLEL_BLOCK elements each, so Ctrl-C is noticed */
+  if ((total + GS_PARALLEL_BLOCK - 1) / GS_PARALLEL_BLOCK > chunks) chunks = (total + GS_PARALLEL_BLOCK - 1) / GS_PARALLEL_BLOCK;
   split sp = {&it, total, chunks, fn, ctx};
-  gs_parallel_run(chunks, run_chunk, &sp);
+  return gs_parallel_run(chunks, run_chunk, &sp);
 }

@@ -13,7 +13,8 @@
 typedef void (*gs_loop_fn)(char **data, const int64_t *strides, int64_t n, void *ctx);
 
 /* ops[0] gives the shape; all operands must have it. Parallel above
- * GS_PARALLEL_GRAIN elements unless serial is set. */
-void gs_cpu_foreach(int nops, const gs_tensor *const *ops, gs_loop_fn fn, void *ctx, bool serial);
+ * GS_PARALLEL_GRAIN elements unless serial is set; above it, too, Ctrl-C
+ * stops the loop between blocks (gs_interrupted_error(), see gs_common.h). */
+gs_status gs_cpu_foreach(int nops, const gs_tensor *const *ops, gs_loop_fn fn, void *ctx, bool serial);
 
 #endif

@@ -31,6 +31,5 @@ gs_status gs_cpu_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, 
   if (r->kind == GS_RAND_INT && !(r->lo < r->hi))
     return gs_error("random: empty integer range [%lld, %lld)", (long long)r->lo, (long long)r->hi);
   random_job j = {gs_tensor_ptr(dst), dst->dtype, *r, seed, offset, gs_randint_width(r->lo, r->hi)};
-  gs_parallel_for(n, n * 16, random_range, &j);
-  return GS_OK;
+  return gs_parallel_for(n, n * 16, random_range, &j);
 }

@@ -70,16 +70,19 @@ static void sum_chunk(int64_t t, void *arg) {
  * come free: a worker that wakes late then costs a fraction of one chunk
  * instead of half the tensor. The partition is fixed and the parts are
  * added in order, so the result is the same for any number of threads. */
-static double sum_all(const gs_tensor *x) {
+static gs_status sum_all(const gs_tensor *x, double *total) {
   int64_t n = gs_numel(x);
   const char *p = gs_tensor_ptr(x);
   bool f32 = x->dtype == GS_FLOAT32;
-  if (n < 4 * GS_PARALLEL_GRAIN) return f32 ? sum_f32((const float *)p, n) : sum_f64((const double *)p, n);
+  if (n < 4 * GS_PARALLEL_GRAIN) {
+    *total = f32 ? sum_f32((const float *)p, n) : sum_f64((const double *)p, n);
+    return GS_OK;
+  }
   sum_job j = {p, n, 16, f32, {0}};
-  gs_parallel_run(j.nt, sum_chunk, &j);
-  double total = 0;
-  for (int t = 0; t < j.nt; t++) total += j.parts[t];
-  return total;
+  GS_TRY(gs_parallel_run(j.nt, sum_chunk, &j));
+  *total = 0;
+  for (int t = 0; t < j.nt; t++) *total += j.parts[t];
+  return GS_OK;
 }
 
 /* Generic reduction of one [R] column at stride `inner`; returns value in
@@ -157,13 +160,13 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
   int64_t outer, r, inner;
   layout(x, dim, &outer, &r, &inner);
   if (op == GS_R_SUM && dim < 0 && x->dtype != GS_INT64) {
-    double s = sum_all(x);
+    double s;
+    GS_TRY(sum_all(x, &s));
     if (x->dtype == GS_FLOAT32) *(float *)gs_tensor_ptr(out) = (float)s; else *(double *)gs_tensor_ptr(out) = s;
     return GS_OK;
   }
   reduce_job j = {op, x->dtype, r, inner, gs_tensor_ptr(x), gs_tensor_ptr(out), idx ? (int64_t *)gs_tensor_ptr(idx) : NULL};
-  gs_parallel_for(outer * inner, outer * inner * r, reduce_cols, &j);
-  return GS_OK;
+  return gs_parallel_for(outer * inner, outer * inner * r, reduce_cols, &j);
 }
 
 /* Softmax of one row of r elements at stride `inner`, in double for
@@ -196,6 +199,5 @@ gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) 
   int64_t outer, r, inner;
   layout(x, dim, &outer, &r, &inner);
   softmax_job j = {r, inner, x->dtype == GS_FLOAT32, log, gs_tensor_ptr(out), gs_tensor_ptr(x)};
-  gs_parallel_for(outer * inner, outer * inner * r * 8, softmax_rows, &j);
-  return GS_OK;
+  return gs_parallel_for(outer * inner, outer * inner * r * 8, softmax_rows, &j);
 }

@@ -98,6 +98,5 @@ gs_status gs_cpu_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const
   if (!table || !table[op]) return gs_error("unary op %d: no CPU kernel for %s", op, gs_dtype_name(x->dtype));
   un_ctx ctx = {args ? args[0] : NAN, args ? args[1] : NAN};
   const gs_tensor *ops[2] = {out, x};
-  gs_cpu_foreach(2, ops, table[op], &ctx, false);
-  return GS_OK;
+  return gs_cpu_foreach(2, ops, table[op], &ctx, false);
 }

@@ -2,9 +2,17 @@
  * holds: in-place ops (each refused when it would corrupt the graph, see
  * gs_ag_check_inplace) and a leaf's flags (requires_grad, detach_,
  * parameters). Bindings call these, never the plain in-place ops, so a
- * new binding cannot forget the guard. */
+ * new binding cannot forget the guard. The write itself runs with Ctrl-C
+ * held off (gs_common.h): it finishes rather than stop halfway through a
+ * tensor the caller holds. */
 #include <string.h>
 #include "gs_autograd.h"
+
+#define UNINTERRUPTED(call) (gs_interrupt_hold++, release_hold(call))
+static gs_status release_hold(gs_status s) {
+  gs_interrupt_hold--;
+  return s;
+}
 
 gs_status gs_ag_check_inplace_src(const gs_tensor *x, const gs_tensor *src) {
   GS_TRY(gs_ag_check_inplace(x));
@@ -17,43 +25,43 @@ gs_status gs_ag_check_inplace_src(const gs_tensor *x, const gs_tensor *src) {
 
 gs_status gs_ag_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
   GS_TRY(gs_ag_check_inplace(x));
-  return gs_unary_(op, x, args);
+  return UNINTERRUPTED(gs_unary_(op, x, args));
 }
 
 gs_status gs_ag_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b) {
   GS_TRY(gs_ag_check_inplace_src(a, b));
-  return gs_binary_(op, a, b);
+  return UNINTERRUPTED(gs_binary_(op, a, b));
 }
 
 gs_status gs_ag_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s) {
   GS_TRY(gs_ag_check_inplace(a));
-  return gs_binary_scalar_(op, a, s);
+  return UNINTERRUPTED(gs_binary_scalar_(op, a, s));
 }
 
 gs_status gs_ag_fill_(gs_tensor *x, gs_scalar v) {
   GS_TRY(gs_ag_check_inplace(x));
   GS_TRY(gs_scalar_fits(x->dtype, v)); /* x:fill_(300) and x[i] = 300 on int8 */
-  return gs_fill_(x, v);
+  return UNINTERRUPTED(gs_fill_(x, v));
 }
 
 gs_status gs_ag_fill_tensor_(gs_tensor *x, const gs_tensor *v) {
   GS_TRY(gs_ag_check_inplace_src(x, v));
-  return gs_fill_tensor_(x, v);
+  return UNINTERRUPTED(gs_fill_tensor_(x, v));
 }
 
 gs_status gs_ag_copy_(gs_tensor *dst, const gs_tensor *src) {
   GS_TRY(gs_ag_check_inplace_src(dst, src));
-  return gs_copy_(dst, src);
+  return UNINTERRUPTED(gs_copy_(dst, src));
 }
 
 gs_status gs_ag_uniform_(gs_tensor *x, double lo, double hi) {
   GS_TRY(gs_ag_check_inplace(x));
-  return gs_uniform_(x, lo, hi);
+  return UNINTERRUPTED(gs_uniform_(x, lo, hi));
 }
 
 gs_status gs_ag_normal_(gs_tensor *x, double mean, double std) {
   GS_TRY(gs_ag_check_inplace(x));
-  return gs_normal_(x, mean, std);
+  return UNINTERRUPTED(gs_normal_(x, mean, std));
 }
 
 /* ---- a leaf's flags ---- */

@@ -18,8 +18,21 @@ gs_status gs_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 gs_status gs_error_code(gs_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *gs_last_error(void);
 
-/* Interrupt flag polled by long C loops (set by the shell's SIGINT handler). */
+/* Ctrl-C. The shell's SIGINT handler sets gs_interrupted; long engine loops
+ * (the CPU pool's jobs, serial elementwise loops, the matmul batch loop)
+ * poll it between blocks of work -- never per element, and not at all in
+ * ops too small to reach the pool -- and stop with gs_interrupted_error().
+ * An op that writes into a tensor the caller holds (the gs_ag_*_ in-place
+ * ops) raises gs_interrupt_hold for its duration: it runs to the end, so a
+ * failed call still leaves the caller's tensors unchanged, and the shell's
+ * hook raises right after it. */
 extern volatile int gs_interrupted;
+extern _Thread_local int gs_interrupt_hold;
+/* Whether a loop started on this thread now may stop early. */
+static inline bool gs_interruptible(void) { return gs_interrupt_hold == 0; }
+/* Consumes the flag (the shell raises no second error) and records
+ * "interrupted!", the shell's message for Ctrl-C. */
+gs_status gs_interrupted_error(void);
 
 #define GS_TRY(expr) do { gs_status _s = (expr); if (_s != GS_OK) return _s; } while (0)
 

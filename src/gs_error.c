@@ -5,6 +5,12 @@
 
 static _Thread_local char last_error[1024];
 volatile int gs_interrupted = 0;
+_Thread_local int gs_interrupt_hold = 0;
+
+gs_status gs_interrupted_error(void) {
+  gs_interrupted = 0;
+  return gs_error("interrupted!");
+}
 
 static gs_status record(gs_status code, const char *fmt, va_list ap) {
   vsnprintf(last_error, sizeof last_error, fmt, ap);

@@ -22,11 +22,14 @@ static gs_chunk_fn job_fn;
 static void *job_ctx;
 static int64_t job_chunks;
 static atomic_int_fast64_t next_chunk;
+static bool job_poll;                 /* the job may stop at Ctrl-C (gs_common.h) */
+static atomic_bool job_stopped;       /* and did: some chunks were skipped */
 static int busy_workers;              /* workers still inside the current job */
 static _Thread_local bool in_pool;    /* nested calls run inline */
 
 static void take_chunks(void) {
   for (;;) {
+    if (job_poll && gs_interrupted) { atomic_store(&job_stopped, true); return; }
     int64_t c = atomic_fetch_add(&next_chunk, 1);
     if (c >= job_chunks) return;
     job_fn(c, job_ctx);
@@ -85,16 +88,23 @@ int gs_num_threads(void) {
   return nthreads;
 }
 
-void gs_parallel_run(int64_t nchunks, gs_chunk_fn fn, void *ctx) {
-  if (nchunks <= 0) return;
+gs_status gs_parallel_run(int64_t nchunks, gs_chunk_fn fn, void *ctx) {
+  if (nchunks <= 0) return GS_OK;
+  /* a nested call runs inside a chunk of the outer job, which polls */
+  bool poll = !in_pool && gs_interruptible();
   if (nchunks == 1 || in_pool || gs_num_threads() == 1) {
-    for (int64_t c = 0; c < nchunks; c++) fn(c, ctx);
-    return;
+    for (int64_t c = 0; c < nchunks; c++) {
+      if (poll && gs_interrupted) return gs_interrupted_error();
+      fn(c, ctx);
+    }
+    return GS_OK;
   }
   pthread_mutex_lock(&lock);
   job_fn = fn;
   job_ctx = ctx;
   job_chunks = nchunks;
+  job_poll = poll;
+  atomic_store(&job_stopped, false);
   atomic_store(&next_chunk, 0);
   busy_workers = nthreads - 1;
   generation++;
@@ -106,6 +116,7 @@ void gs_parallel_run(int64_t nchunks, gs_chunk_fn fn, void *ctx) {
   pthread_mutex_lock(&lock);
   while (busy_workers > 0) pthread_cond_wait(&done, &lock);
   pthread_mutex_unlock(&lock);
+  return atomic_load(&job_stopped) ? gs_interrupted_error() : GS_OK;
 }
 
 typedef struct { int64_t n, parts; gs_range_fn body; void *ctx; } range_job;
@@ -115,13 +126,16 @@ static void range_chunk(int64_t c, void *arg) {
   j->body(j->n * c / j->parts, j->n * (c + 1) / j->parts, j->ctx);
 }
 
-void gs_parallel_for(int64_t n, int64_t work, gs_range_fn body, void *ctx) {
-  if (n <= 0) return;
+gs_status gs_parallel_for(int64_t n, int64_t work, gs_range_fn body, void *ctx) {
+  if (n <= 0) return GS_OK;
   /* waking a sleeping worker costs tens of microseconds: below this much
    * work (about 128k elementwise operations) one thread is faster */
   int64_t parts = work < GS_PARALLEL_WORK ? 1 : gs_num_threads();
+  /* big jobs in parts of about GS_PARALLEL_BLOCK work, so Ctrl-C is
+   * noticed between them */
+  if (work >= GS_PARALLEL_WORK && work / GS_PARALLEL_BLOCK > parts) parts = work / GS_PARALLEL_BLOCK;
   if (parts > n) parts = n;
-  if (parts <= 1) { body(0, n, ctx); return; }
+  if (parts <= 1) { body(0, n, ctx); return GS_OK; }
   range_job j = {n, parts, body, ctx};
-  gs_parallel_run(parts, range_chunk, &j);
+  return gs_parallel_run(parts, range_chunk, &j);
 }
