@@ -27,9 +27,11 @@ const char *gs_last_error(void);
  * failed call still leaves the caller's tensors unchanged, and the shell's
  * hook raises right after it. */
 extern volatile int gs_interrupted;
+#ifndef __cplusplus /* the CUDA kernels (C++) read this header but never poll */
 extern _Thread_local int gs_interrupt_hold;
 /* Whether a loop started on this thread now may stop early. */
 static inline bool gs_interruptible(void) { return gs_interrupt_hold == 0; }
+#endif
 /* Consumes the flag (the shell raises no second error) and records
  * "interrupted!", the shell's message for Ctrl-C. */
 gs_status gs_interrupted_error(void);
