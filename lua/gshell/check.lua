@@ -68,12 +68,34 @@ local function normalize(lines)
   return out
 end
 
--- Does one expected line match one actual line (`...` = any text)?
+-- Does one expected line match one actual line (`...` = any text)? The
+-- literal pieces between the `...` are found left to right, each at its
+-- first place after the previous one: with "any text" as the only
+-- wildcard the leftmost place is always a safe choice, so this takes time
+-- linear in the line (a Lua pattern with several `.-` backtracks
+-- exponentially, and many of them make "pattern too complex").
 function M.line_matches(exp, got)
   if exp == got then return true end
   if not exp:find("...", 1, true) then return false end
-  local pat = exp:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0"):gsub("%%%.%%%.%%%.", ".-")
-  return got:match("^" .. pat .. "$") ~= nil
+  local pieces, start = {}, 1
+  while true do
+    local a, b = exp:find("...", start, true)
+    if not a then pieces[#pieces + 1] = exp:sub(start); break end
+    pieces[#pieces + 1] = exp:sub(start, a - 1)
+    start = b + 1
+  end
+  local first, last = pieces[1], pieces[#pieces]
+  if #first + #last > #got or got:sub(1, #first) ~= first or got:sub(#got - #last + 1) ~= last then return false end
+  local pos, limit = #first + 1, #got - #last -- the middle pieces lie in got[pos..limit]
+  for i = 2, #pieces - 1 do
+    local piece = pieces[i]
+    if piece ~= "" then
+      local a, b = got:find(piece, pos, true)
+      if not a or b > limit then return false end
+      pos = b + 1
+    end
+  end
+  return true
 end
 
 -- Do the expected lines match the actual ones? A line that is only `...`
@@ -113,15 +135,6 @@ local function show(lines)
   return table.concat(out, "\n") .. "\n"
 end
 
-local function write_atomic(path, text)
-  local tmp = path .. ".tmp"
-  local f, err = io.open(tmp, "wb")
-  if not f then return nil, err end
-  f:write(text)
-  f:close()
-  return os.rename(tmp, path)
-end
-
 -- Checks (or with update, rewrites) a document; returns the exit status.
 function M.run(path, update)
   local text = Session.read_input(path)
@@ -130,7 +143,7 @@ function M.run(path, update)
   if lines[#lines] == "" then lines[#lines] = nil end
   local blocks = M.parse(lines)
   if not docheader.setup(path, lines) then return 1 end
-  local session = Session.new()
+  local session = Session.new({ trap_exit = true })
   local ran, compared, failed, updated = 0, 0, 0, 0
   local replace = {}
   for bi, b in ipairs(blocks) do
@@ -138,6 +151,11 @@ function M.run(path, update)
     if b.word == "lua" and not skip then
       ran = ran + 1
       local r = session:run_captured(table.concat(b.body, "\n"), { chunkname = string.format("=In[%d]", ran) })
+      if session.exit_code then
+        io.stdout:write(string.format("%s: block %d called os.exit(%d): the check fails here\n", path, ran,
+          session.exit_code))
+        return 1
+      end
       if r.error and r.error:find("interrupted!$") then
         io.stdout:write(path, ": interrupted\n")
         return 130
@@ -172,9 +190,9 @@ function M.run(path, update)
       for _ = rp.first, rp.last do table.remove(lines, rp.first) end
       for k = #rp.lines, 1, -1 do table.insert(lines, rp.first, rp.lines[k]) end
     end
-    local ok, werr = write_atomic(path, table.concat(lines, "\n") .. "\n")
+    local ok, werr = Session.save_text(path, table.concat(lines, "\n") .. "\n")
     if not ok then
-      io.stderr:write("gshell: cannot write ", path, ": ", tostring(werr), "\n")
+      io.stderr:write("gshell: ", tostring(werr), "\n")
       return 1
     end
   end

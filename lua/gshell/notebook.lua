@@ -83,7 +83,7 @@ function M.run(path, md_path)
   for l in (src .. "\n"):gmatch("(.-)\r?\n") do lines[#lines + 1] = l end
   local settings = docheader.setup(path, lines)
   if not settings then return 1 end
-  local session = Session.new()
+  local session = Session.new({ trap_exit = true })
   local md = { docheader.markdown_line(settings) and (docheader.markdown_line(settings) .. "\n") or nil }
   local failed = 0
   local n = 0
@@ -112,24 +112,17 @@ function M.run(path, md_path)
       md[#md + 1] = "```lua\n" .. cell.text .. "\n```\n"
       local shown = docheader.mask_timing((r.output or "") .. (r.result and (r.result .. "\n") or ""))
       if shown ~= "" then md[#md + 1] = "```output\n" .. shown .. "```\n" end
+      if session.exit_code then break end -- os.exit: the notebook ends here, --md is still written
     end
   end
   if md_path then
-    local text = table.concat(md, "\n")
-    local tmp = md_path .. ".tmp"
-    local out, werr = io.open(tmp, "wb")
-    if not out then
-      io.stderr:write("gshell: cannot write ", md_path, ": ", tostring(werr), "\n")
-      return 1
-    end
-    out:write(text)
-    out:close()
-    local ok, rerr = os.rename(tmp, md_path)
+    local ok, werr = Session.save_text(md_path, table.concat(md, "\n"))
     if not ok then
-      io.stderr:write("gshell: cannot write ", md_path, ": ", tostring(rerr), "\n")
+      io.stderr:write("gshell: ", tostring(werr), "\n")
       return 1
     end
   end
+  if session.exit_code then return session.exit_code end
   if failed > 0 then
     io.stderr:write(string.format("gshell: %d of %d cells failed\n", failed, n))
     return 1

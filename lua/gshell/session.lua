@@ -248,9 +248,33 @@ function M.read_input(path)
     io.stderr:write("gshell: cannot open ", tostring(err), "\n") -- err names the path
     return nil
   end
-  local text = f:read("a")
+  local text, rerr = f:read("a")
   f:close()
+  if not text then -- a directory opens but cannot be read
+    io.stderr:write("gshell: cannot read ", path, ": ", tostring(rerr), "\n")
+    return nil
+  end
   return text
+end
+
+-- Saves a file the shell writes (--md, --check --update) as torch.save
+-- saves one (src/gs_file.h): through symbolic links, never over a device
+-- or FIFO, atomically. Returns true, or nil and the message.
+function M.save_text(path, text)
+  return require("torch")._save_text(path, text)
+end
+
+-- os.exit inside a notebook cell or a checked block would end the process
+-- before the notebook's --md is written or the check is reported: with
+-- trap_exit the session's os.exit records the status and raises instead.
+local function exit_trap(self)
+  local fake = setmetatable({}, { __index = os })
+  fake.exit = function(code)
+    if code == nil or code == true then code = 0 elseif code == false then code = 1 end
+    self.exit_code = math.tointeger(code) or 1
+    error(string.format("os.exit(%s) called", tostring(code)), 2)
+  end
+  return fake
 end
 
 function M.new(opts)
@@ -297,6 +321,7 @@ function M.new(opts)
     return ...
   end)
   rawset(vals, "__gshell_magic", function(line) return self:magic(line) end)
+  if opts.trap_exit then rawset(vals, "os", exit_trap(self)) end
   -- Errors name the user's line (a library file's location is replaced),
   -- and %tb shows the call stack down to the user's cell, not the shell's.
   self.handler = function(e)
