@@ -321,7 +321,9 @@ function M.new(opts)
     return ...
   end)
   rawset(vals, "__gshell_magic", function(line) return self:magic(line) end)
-  if opts.trap_exit then rawset(vals, "os", exit_trap(self)) end
+  -- The trap is the shell's, not the user's: %who and %reset pass over it.
+  self.hidden = {}
+  if opts.trap_exit then rawset(vals, "os", exit_trap(self)); self.hidden.os = true end
   -- Errors name the user's line (a library file's location is replaced),
   -- and %tb shows the call stack down to the user's cell, not the shell's.
   self.handler = function(e)
@@ -391,7 +393,9 @@ end
 function Session:user_names()
   local names = {}
   for k in next, self.vals do
-    if type(k) == "string" and k:sub(1, 8) ~= "__gshell" and k ~= "_" then names[#names + 1] = k end
+    if type(k) == "string" and k:sub(1, 8) ~= "__gshell" and k ~= "_" and not self.hidden[k] then
+      names[#names + 1] = k
+    end
   end
   for k in next, self.G do
     if type(k) == "string" and not self.start_globals[k] and rawget(self.vals, k) == nil then
