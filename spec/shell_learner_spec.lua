@@ -236,6 +236,19 @@ describe("completion and help for modules, optimizers, magics and help itself", 
     return out
   end
 
+  it("%<Tab> after a line's leading % offers magic names, and only there", function()
+    local out = lua_in_gshell([[
+      local C = require("gshell.complete")
+      local s = require("gshell.repl").start()
+      tiny = 1
+      print(table.concat(C.complete(s, "ti", "%"), " "))
+      print(table.concat(C.complete(s, "ti", "  %"), " "))
+      print(table.concat(C.complete(s, "ti", "x = "), " "))
+      print(table.concat(C.complete(s, "les", "%"), " "))
+    ]])
+    assert.are.equal("time timeit\ntime timeit\ntiny\nlesson\n", out)
+  end)
+
   it("net.<Tab>, net:<Tab> and model.module.<Tab> offer children, parameters and methods", function()
     local out = lua_in_gshell([[
       local C = require("gshell.complete")

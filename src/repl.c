@@ -134,15 +134,17 @@ static char *comp_generator(const char *text, int state) {
   return NULL;
 }
 
-/* Fills comp_list with repl.complete(word). Errors give no completions. */
-static void comp_fill(const char *word) {
+/* Fills comp_list with repl.complete(word, line before the word). Errors
+ * give no completions. */
+static void comp_fill(const char *word, int start) {
   lua_State *L = comp_L;
   int top = lua_gettop(L);
   comp_clear();
   lua_rawgeti(L, LUA_REGISTRYINDEX, comp_ref);
   lua_getfield(L, -1, "complete");
   lua_pushstring(L, word);
-  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+  lua_pushlstring(L, rl_line_buffer, start > 0 ? (size_t)start : 0);
+  if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_istable(L, -1)) {
     size_t n = (size_t)lua_rawlen(L, -1);
     comp_list = calloc(n ? n : 1, sizeof *comp_list);
     for (size_t i = 1; comp_list && i <= n; i++) {
@@ -156,13 +158,12 @@ static void comp_fill(const char *word) {
 }
 
 static char **attempt_completion(const char *text, int start, int end) {
-  (void)start;
   (void)end;
   /* inside a string: readline's file name completion */
   if (rl_completion_quote_character) return NULL;
   rl_attempted_completion_over = 1;
   rl_completion_append_character = '\0';   /* reset before every call */
-  comp_fill(text);
+  comp_fill(text, start);
   if (comp_n == 0) return NULL;
   return rl_completion_matches(text, comp_generator);
 }

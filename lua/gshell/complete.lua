@@ -103,8 +103,22 @@ function M.word_before(text)
   return text:sub(i + 1)
 end
 
+-- Magic names that start with `word`, for a word typed right after the
+-- `%` that opens a line (`%ti<Tab>` -> `timeit`; `%` itself is a word break).
+local function magic_names(word)
+  local list = {}
+  for name in pairs(require("gshell.magics").names) do
+    if name:sub(1, #word) == word then list[#list + 1] = name end
+  end
+  table.sort(list)
+  return list
+end
+
 -- The completions of `word` in the session, as full words, sorted.
-function M.complete(session, word)
+-- `before` (optional) is the line's text before the word: after a line's
+-- leading `%`, magic names are offered instead of Lua names.
+function M.complete(session, word, before)
+  if before and before:match("^%s*%%$") then return magic_names(word) end
   local list = {}
   local base, sep, part = word:match("^([%a_][%w_%.]*)([%.:])([%w_]*)$")
   if base and not base:find("[%.:]$") and not base:find("%.%.") then

@@ -228,7 +228,7 @@ function M.complete(code, cursor)
   local upto = byte_prefix(code, cursor)
   local before = code:sub(1, upto)
   local word = complete.word_before(before)
-  local matches = complete.complete(s, word)
+  local matches = complete.complete(s, word, before:sub(1, #before - #word))
   local pos = cp_len(before)
   return matches, pos - cp_len(word), pos
 end

@@ -34,8 +34,8 @@ end
 -- readline's word break characters (the completer's own).
 M.word_breaks = require("gshell.complete").word_breaks
 
-function M.complete(word)
-  local ok, list = pcall(require("gshell.complete").complete, M.start(), word)
+function M.complete(word, before)
+  local ok, list = pcall(require("gshell.complete").complete, M.start(), word, before)
   if ok then return list end
   return {}
 end
