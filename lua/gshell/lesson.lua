@@ -15,18 +15,24 @@ local function out(...) io.stdout:write(...) end
 
 -- ---- finding lessons -------------------------------------------------------
 
+-- $override if set, else $xdg_var/gshell/lessons, else ~<home_default>/gshell/lessons
+-- (the XDG base-directory rule); nil when there is no home either.
+local function lesson_dir(override, xdg_var, home_default)
+  local env = os.getenv(override)
+  if env and env ~= "" then return env end
+  local base = os.getenv(xdg_var)
+  if not base or base == "" then
+    local home = os.getenv("HOME")
+    if not home or home == "" then return nil end
+    base = home .. home_default
+  end
+  return base .. "/gshell/lessons"
+end
+
 -- Directory of lessons a user or teacher installed: $GSHELL_LESSON_PATH or
 -- $XDG_DATA_HOME/gshell/lessons (~/.local/share/gshell/lessons).
 function M.user_dir()
-  local env = os.getenv("GSHELL_LESSON_PATH")
-  if env and env ~= "" then return env end
-  local data = os.getenv("XDG_DATA_HOME")
-  if not data or data == "" then
-    local home = os.getenv("HOME")
-    if not home or home == "" then return nil end
-    data = home .. "/.local/share"
-  end
-  return data .. "/gshell/lessons"
+  return lesson_dir("GSHELL_LESSON_PATH", "XDG_DATA_HOME", "/.local/share")
 end
 
 local function load_file(path)
@@ -110,15 +116,7 @@ end
 -- $GSHELL_LESSON_STATE, else $XDG_STATE_HOME/gshell/lessons
 -- (~/.local/state/gshell/lessons): lines "name<TAB>next step".
 function M.state_path()
-  local env = os.getenv("GSHELL_LESSON_STATE")
-  if env and env ~= "" then return env end
-  local st = os.getenv("XDG_STATE_HOME")
-  if not st or st == "" then
-    local home = os.getenv("HOME")
-    if not home or home == "" then return nil end
-    st = home .. "/.local/state"
-  end
-  return st .. "/gshell/lessons"
+  return lesson_dir("GSHELL_LESSON_STATE", "XDG_STATE_HOME", "/.local/state")
 end
 
 function M.load_progress()
