@@ -180,6 +180,10 @@ local function run_calls(case)
     do
       if TRACE then io.stderr:write(("case %d: %s\n"):format(case, desc)) end
       for k in pairs(V.touched) do V.touched[k] = nil end
+      -- An error an earlier call left on a device (an index found out of
+      -- range inside a kernel) is raised at the next sync: take it now, so
+      -- it is not mistaken for this call's doing in the snapshots.
+      for i = 0, SIM_GPUS - 1 do pcall(torch.cuda.synchronize, i) end
       local snaps = {}
       for i, t in ipairs(involved) do snaps[i] = snapshot(t) end
       calls = calls + 1

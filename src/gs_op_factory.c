@@ -235,7 +235,7 @@ gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_t
   if (n < 0) return gs_error("randperm: n must be non-negative, got %lld", (long long)n);
   int64_t limit = exact_int_limit(dt);
   if (limit < 0) return gs_error("randperm: dtype %s cannot hold a permutation", gs_dtype_name(dt));
-  if (n > 0 && first + n - 1 > limit)
+  if (n > 0 && (first > limit || n - 1 > limit - first)) /* first + n - 1 > limit, without overflow */
     return gs_error("randperm: %lld values do not all fit exactly in %s (at most %lld)", (long long)n,
                     gs_dtype_name(dt), (long long)(limit - first + 1));
   gs_tensor *r, *idx = NULL, *keys = NULL;
