@@ -62,6 +62,16 @@ describe("randperm", function()
     assert.matches("do not all fit exactly in int32", err)
   end)
 
+  it("torch.tensor and new_tensor refuse a table whose __len claims an impossible length (fuzz seed 1, case 119)", function()
+    for _, n in ipairs({ math.maxinteger, -1 }) do
+      local t = setmetatable({}, { __len = function() return n end, __index = function() return 1 end })
+      H.errors(function() torch.tensor(t) end, { "torch.tensor", "reports length", "expected 0 to 2^32" })
+      H.errors(function() torch.zeros(2):new_tensor(t) end, "reports length")
+    end
+    local ok3 = setmetatable({}, { __len = function() return 3 end, __index = function(_, k) return k end })
+    assert.are.same({ 1, 2, 3 }, torch.tensor(ok3):tolist())
+  end)
+
   it("follows manual_seed, and a large one is a permutation", function()
     torch.manual_seed(5)
     local a = torch.randperm(3000000)

@@ -75,6 +75,11 @@ static void nest_scan(lua_State *L, int idx, int d, nest_info *ni, char *path, s
   if (lua_istable(L, idx) && !gsL_testtensor(L, idx)) {
     lua_Integer n = luaL_len(L, idx);
     if (d >= GS_MAX_DIMS) luaL_error(L, "torch.tensor: nesting deeper than %d dimensions", GS_MAX_DIMS);
+    /* A Lua table holds at most about 2^31 array and 2^30 hash entries, so
+     * a longer length can only come from a __len metamethod: reading that
+     * many elements would run for hours, so it is refused up front. */
+    if (n < 0 || n > ((lua_Integer)1 << 32))
+      luaL_error(L, "torch.tensor: a table at %s reports length %I (from __len?); expected 0 to 2^32", plen ? path : "top level", n);
     /* a table where numbers were already found at this depth, e.g. the
      * {2} of {1, {2}}: ragged (without this check the fill pass would
      * index the number 1 and fail with Lua's "attempt to index") */
