@@ -10,12 +10,8 @@ local function run(cmd)
   return out, code
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local H = require("helpers")
+local read_file = H.read_file
 
 describe("torch.so", function()
   it("exports luaopen_torch and nothing else", function()

@@ -10,12 +10,8 @@ local function shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local H = require("helpers")
+local read_file = H.read_file
 
 local function write_file(path, s)
   local f = assert(io.open(path, "wb"))

@@ -383,4 +383,12 @@ function H.release_gpus()
   simulated_gpus = false
 end
 
+-- The whole contents of a file (the spec fails if it cannot be read).
+function H.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 return H
