@@ -1,0 +1,45 @@
+/* gs_prof.h: the profiler's recording seam. Anything that does timed work
+ * (a simulated device's stream worker running a kernel or a copy, the host
+ * thread running a CPU op or waiting for a device) reports one event here
+ * while a profile is active. Recording is thread-safe and cheap when no
+ * profile is active (one relaxed atomic load). torch.profiler (the Lua side)
+ * turns the events into a table, a Chrome trace and an SVG timeline. */
+#ifndef GS_PROF_H
+#define GS_PROF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+  GS_PROF_KERNEL, /* a kernel on a device stream (or a CPU op on the host) */
+  GS_PROF_COPY,   /* bytes moved between memories */
+  GS_PROF_SYNC,   /* the host waiting for a device */
+  GS_PROF_KIND_COUNT
+} gs_prof_kind;
+
+typedef struct {
+  const char *name;     /* a static string: "add", "mm", "copy_h2d", ... */
+  gs_prof_kind kind;
+  int device_type;      /* GS_CPU or GS_CUDA (gs_device.h) */
+  int device_index;     /* -1 for the cpu */
+  int stream;           /* the stream's id on its device (0: default), -1 on the host */
+  uint64_t t0_ns, t1_ns; /* CLOCK_MONOTONIC */
+  uint64_t bytes;       /* bytes read and written */
+  uint64_t flops;       /* floating-point operations, 0 when not counted */
+} gs_prof_event;
+
+/* Nonzero while a profile records. */
+extern int gs_prof_active;
+static inline bool gs_prof_on(void) { return __atomic_load_n(&gs_prof_active, __ATOMIC_RELAXED) != 0; }
+
+/* Appends one event (copied) when a profile is active; from any thread. */
+void gs_prof_record(const gs_prof_event *e);
+/* Starts a profile (clears earlier events) / stops it. */
+void gs_prof_start(void);
+void gs_prof_stop(void);
+/* The recorded events, in the order they were recorded; valid until the
+ * next gs_prof_start. */
+const gs_prof_event *gs_prof_events(int64_t *count);
+uint64_t gs_prof_now_ns(void);
+
+#endif
