@@ -93,6 +93,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_autograd(L);
   gsL_open_dist(L);
   gsL_open_interrupt(L);
+  gsL_open_workers(L);
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);
