@@ -115,6 +115,7 @@ test: all
 bench: all
 	@sh tools/install-deps.sh python3-torch
 	@sh bench/run.sh $(BUILD)
+	@sh bench/async/run.sh $(BUILD)
 
 # `make fuzz-api SECONDS=N [SEED=S] [CASE=C]`: the random-call API fuzzer
 # (fuzz/api.lua) under AddressSanitizer + UBSan; a failure prints the
