@@ -51,6 +51,32 @@ describe("torch.distributed under mpirun", function()
     end)
   end
 
+  for _, np in ipairs({ 2, 3 }) do
+    it("async_op: Work:wait/is_completed, errors at wait, tensors kept alive, Ctrl-C in a wait, " .. np .. " ranks",
+      function()
+        if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+        local out = expect_ok(np, "spec/fixtures/dist/async.lua")
+        local function count(needle)
+          local n, at = 0, 1
+          while true do
+            local i = out:find(needle, at, true)
+            if not i then return n end
+            n, at = n + 1, i + #needle
+          end
+        end
+        -- every rank but the late one checks the in-flight cases
+        assert.equal(np, count("returns at once: ok"))
+        assert.equal(np, count("several in flight: ok"))
+        assert.equal(np, count("every collective: ok"))
+        assert.equal(np, count("kept alive: ok"))
+        assert.equal(np, count("error at wait: torch.distributed.all_reduce: the ranks called different collectives"))
+        assert.equal(1, count("written in flight: torch.distributed.all_reduce: a tensor of this collective was "
+          .. "written to while the collective was in flight"))
+        assert.equal(np - 1, count("interrupted wait: ok"))
+        assert.equal(np - 1, count("interrupted blocking call: ok"))
+      end)
+  end
+
   it("mismatched calls fail on every rank with the same message; local checks fail before any exchange", function()
     if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
     local out = expect_ok(2, "spec/fixtures/dist/errors.lua")

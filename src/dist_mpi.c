@@ -8,16 +8,28 @@
  * MPICH's differs and is not supported.
  *
  * One communication thread makes every MPI call, MPI_Init_thread
- * included (so MPI_THREAD_FUNNELED suffices), running queued works in
- * order. Open MPI makes no progress on non-blocking collectives between
- * calls into the library, so a thread running blocking calls is what
- * lets an all-reduce proceed while the caller computes. */
+ * included, running queued works in order, so MPI_THREAD_FUNNELED
+ * suffices (Debian's Open MPI 4.1 offers MPI_THREAD_MULTIPLE too, but
+ * nothing here needs it, and one caller keeps the ranks' collectives in
+ * one order). Open MPI has no progress thread of its own (ompi_info:
+ * "OMPI progress: no"): a non-blocking collective only advances inside
+ * MPI calls, so this thread is what lets a collective proceed while the
+ * caller computes.
+ *
+ * Waiting for the other ranks is where a blocking MPI call burns a core:
+ * Open MPI spins until they arrive. On a machine with a core per rank
+ * and nothing spare, that spin is taken from the caller's backward
+ * pass. So the rendezvous (the agreement exchange that precedes every
+ * payload) is a non-blocking MPI_Iallgather tested with a growing sleep
+ * in between (see wait_request); once every rank has arrived the payload
+ * runs as one blocking call, the fastest algorithm Open MPI has for it. */
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "gs_dist.h"
 
 /* The slice of Open MPI's ABI used here (mpi.h of Open MPI 3 to 5). */
@@ -38,6 +50,8 @@ static struct {
   int (*allreduce)(const void *, void *, int, mpi_handle, mpi_handle, mpi_handle);
   int (*bcast)(void *, int, mpi_handle, int, mpi_handle);
   int (*allgather)(const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle);
+  int (*iallgather)(const void *, int, mpi_handle, void *, int, mpi_handle, mpi_handle, mpi_handle *);
+  int (*test)(mpi_handle *, int *, void *);
   int (*reduce_scatter_block)(const void *, void *, int, mpi_handle, mpi_handle, mpi_handle);
   int (*barrier)(mpi_handle);
   int (*op_create)(mpi_user_fn *, int, mpi_handle *);
@@ -75,6 +89,7 @@ static void load(void) {
     F(init_thread, "MPI_Init_thread"), F(initialized, "MPI_Initialized"), F(finalize, "MPI_Finalize"),
     F(comm_rank, "MPI_Comm_rank"), F(comm_size, "MPI_Comm_size"), F(set_errhandler, "MPI_Comm_set_errhandler"),
     F(allreduce, "MPI_Allreduce"), F(bcast, "MPI_Bcast"), F(allgather, "MPI_Allgather"),
+    F(iallgather, "MPI_Iallgather"), F(test, "MPI_Test"),
     F(reduce_scatter_block, "MPI_Reduce_scatter_block"), F(barrier, "MPI_Barrier"), F(op_create, "MPI_Op_create"),
     F(error_string, "MPI_Error_string"),
     O(world, "ompi_mpi_comm_world"), O(errors_return, "ompi_mpi_errors_return"),
@@ -187,13 +202,41 @@ static void describe(const int64_t *m, char *buf, size_t n) {
   if (len < (int)n) snprintf(buf + len, n - (size_t)len, "]");
 }
 
+double gs_mpi_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Completes a non-blocking request without holding a core: a few quick
+ * tests (the other ranks are often there already), then sleeps that
+ * double from 10 us up to 500 us between tests, so a rank that arrives
+ * early leaves its core to the computation going on beside it, and
+ * notices the others at most 0.5 ms late. */
+static int wait_request(mpi_handle *req) {
+  long nap = 10000;
+  for (int i = 0;; i++) {
+    int flag = 0, r = mpi.test(req, &flag, NULL); /* NULL: MPI_STATUS_IGNORE in Open MPI */
+    if (r != 0 || flag) return r;
+    if (i < 8) continue;
+    struct timespec ts = {0, nap};
+    nanosleep(&ts, NULL);
+    if (nap < 500000) nap *= 2;
+  }
+}
+
 /* Every rank shares its description; any difference fails the call on
- * every rank with the same message (and no payload is exchanged). */
+ * every rank with the same message (and no payload is exchanged). This
+ * exchange is also where a rank waits for the others to arrive. */
 static bool check_agreement(gs_dist_work *w) {
   int64_t *all = malloc(sizeof(int64_t) * GS_DIST_META_WORDS * (size_t)gs_mpi_size);
   if (!all) { w->status = GS_ERR; snprintf(w->msg, sizeof w->msg, "out of host memory"); return false; }
-  int r = mpi.allgather(w->meta, GS_DIST_META_WORDS, mpi.t_int64, all, GS_DIST_META_WORDS, mpi.t_int64, mpi.world);
-  if (r != 0) { free(all); fail_mpi(w, r, "MPI_Allgather"); return false; }
+  mpi_handle req = NULL;
+  int r = mpi.iallgather(w->meta, GS_DIST_META_WORDS, mpi.t_int64, all, GS_DIST_META_WORDS, mpi.t_int64, mpi.world,
+                         &req);
+  if (r == 0) r = wait_request(&req);
+  if (r != 0) { free(all); fail_mpi(w, r, "MPI_Iallgather"); return false; }
+  w->times.agreed = gs_mpi_now();
   int bad = -1;
   for (int i = 1; i < gs_mpi_size && bad < 0; i++)
     if (memcmp(all, all + (size_t)i * GS_DIST_META_WORDS, sizeof(int64_t) * GS_DIST_META_WORDS)) bad = i;
@@ -301,7 +344,9 @@ static void *comm_main(void *arg) {
     qhead = w->next;
     if (!qhead) qtail = NULL;
     pthread_mutex_unlock(&qlock);
+    w->times.started = gs_mpi_now();
     run(w);
+    w->times.finished = gs_mpi_now();
     bool last = w->kind == GS_MPI_FINALIZE;
     pthread_mutex_lock(&qlock);
     w->done = true;
@@ -331,16 +376,29 @@ void gs_mpi_submit(gs_dist_work *w) {
   }
   w->done = false;
   w->next = NULL;
+  w->times.submitted = gs_mpi_now();
   if (qtail) qtail->next = w; else qhead = w;
   qtail = w;
   pthread_cond_signal(&qcond);
   pthread_mutex_unlock(&qlock);
 }
 
-void gs_mpi_wait_done(gs_dist_work *w) {
+/* Interruptible waits wake every 20 ms to look for Ctrl-C: a rank that
+ * never arrives must not hold the prompt forever. */
+bool gs_mpi_wait_done(gs_dist_work *w, bool interruptible) {
   pthread_mutex_lock(&qlock);
-  while (!w->done) pthread_cond_wait(&dcond, &qlock);
+  while (!w->done) {
+    if (interruptible && gs_interrupted && gs_interruptible()) break;
+    if (!interruptible) { pthread_cond_wait(&dcond, &qlock); continue; }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20000000;
+    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(&dcond, &qlock, &ts);
+  }
+  bool done = w->done;
   pthread_mutex_unlock(&qlock);
+  return done;
 }
 
 bool gs_mpi_poll_done(gs_dist_work *w) {

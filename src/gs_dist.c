@@ -37,14 +37,60 @@ static void work_free(gs_dist_work *w) {
   free(w);
 }
 
+/* Works given up on (an interrupted blocking call, a Work collected
+ * without wait()): tensors are refcounted without atomics, so they are
+ * released here on the caller's thread, once the communication thread is
+ * done with them, at the next call. */
+static gs_dist_work *abandoned;
+
+static void reap_abandoned(void) {
+  for (gs_dist_work **p = &abandoned; *p;) {
+    gs_dist_work *w = *p;
+    if (gs_mpi_poll_done(w)) { *p = w->next_abandoned; work_free(w); }
+    else p = &w->next_abandoned;
+  }
+}
+
+void gs_dist_abandon(gs_dist_work *w) {
+  if (!w) return;
+  w->next_abandoned = abandoned;
+  abandoned = w;
+}
+
+static uint64_t version_of(const gs_tensor *t) { return t ? t->buf->version : 0; }
+
+/* The tensor a work writes into for the caller (its version is checked
+ * and bumped at the end). */
+static gs_tensor *target(const gs_dist_work *w) {
+  if (w->copy_to) return w->copy_to;
+  return w->kind == GS_MPI_BARRIER ? NULL : w->hold[0];
+}
+
+static void record_versions(gs_dist_work *w) {
+  w->version[0] = version_of(target(w));
+  w->version[1] = version_of(w->hold[1]);
+}
+
 /* Waits, copies a staged result back, frees w. */
-gs_status gs_dist_wait(gs_dist_work *w) {
-  gs_mpi_wait_done(w);
+gs_status gs_dist_wait(gs_dist_work **wp, gs_dist_times *times) {
+  gs_dist_work *w = *wp;
+  if (!gs_mpi_wait_done(w, true)) return gs_interrupted_error();
+  *wp = NULL;
   gs_status s = w->status;
   char msg[sizeof w->msg];
   memcpy(msg, w->msg, sizeof msg);
+  if (times) *times = w->times;
+  gs_tensor *out = target(w);
+  /* A write into the tensors while the collective had them is a race
+   * whose result nobody can predict: say so instead of returning it. */
+  if (s == GS_OK && (version_of(out) != w->version[0] || version_of(w->hold[1]) != w->version[1])) {
+    snprintf(msg, sizeof msg, "torch.distributed.%s: a tensor of this collective was written to while the "
+             "collective was in flight (its contents are now undefined); with async_op = true, leave the tensors "
+             "alone until work:wait() returns", w->what);
+    s = GS_ERR;
+  }
   if (s == GS_OK && w->copy_to) s = gs_copy_(w->copy_to, w->copy_from);
-  else if (s == GS_OK && w->hold[0] && w->kind != GS_MPI_BARRIER) w->hold[0]->buf->version++;
+  else if (s == GS_OK && out) out->buf->version++;
   work_free(w);
   if (s != GS_OK && msg[0]) return gs_error("%s", msg);
   return s;
@@ -52,10 +98,30 @@ gs_status gs_dist_wait(gs_dist_work *w) {
 
 bool gs_dist_work_done(gs_dist_work *w) { return gs_mpi_poll_done(w); }
 
-static gs_status run_sync(gs_dist_work *w) {
+/* Submits w; with async hands it to the caller, else waits. Ctrl-C
+ * during the wait leaves w to finish on its own (abandoned). */
+static gs_status submit(gs_dist_work *w, gs_dist_work **async) {
+  reap_abandoned();
+  record_versions(w);
   gs_mpi_submit(w);
-  return gs_dist_wait(w);
+  if (async) { *async = w; return GS_OK; }
+  gs_dist_work *p = w;
+  gs_status s = gs_dist_wait(&p, NULL);
+  if (p) gs_dist_abandon(p);
+  return s;
 }
+
+static gs_status run_sync(gs_dist_work *w) { return submit(w, NULL); }
+
+#ifdef GS_HAVE_CUDA
+/* For a work that writes into the caller's stack: no interrupt. */
+static gs_status run_to_end(gs_dist_work *w) {
+  gs_mpi_submit(w);
+  gs_mpi_wait_done(w, false);
+  gs_dist_work *p = w;
+  return gs_dist_wait(&p, NULL);
+}
+#endif
 
 /* Processes that are not gshell's binary (stock lua5.4 with torch.so)
  * do not call gs_dist_exit: MPI is finalized at exit when the script
@@ -94,7 +160,7 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
     w->dtype = GS_UINT8;
     w->recv = id;
     w->count = sizeof id;
-    gs_status b = run_sync(w);
+    gs_status b = run_to_end(w);
     if (b != GS_OK) return b;
     if (s != GS_OK) return s;
     static const char zeros[128];
@@ -127,10 +193,12 @@ void gs_dist_exit(bool ok) {
   if (!mpi_started || exiting) return;
   exiting = true;
   if (!ok) return; /* see gs_dist.h: the launcher stops the others */
+  reap_abandoned();
   gs_dist_work *w = work_new(GS_MPI_FINALIZE, "destroy_process_group");
   if (!w) return;
   gs_mpi_submit(w);
-  gs_mpi_wait_done(w);
+  /* Ctrl-C here (a rank that never comes) leaves MPI as after an error */
+  if (!gs_mpi_wait_done(w, true)) return;
   free(w);
   gs_mpi_stop_thread();
 }
@@ -233,13 +301,11 @@ gs_status gs_dist_all_reduce(gs_tensor *t, gs_dist_op op, gs_dist_work **async) 
   gs_status s = stage_inplace(w, t);
   if (s != GS_OK) { free(w); return s; }
   w->count = gs_numel(t);
-  if (!async) return run_sync(w);
-  gs_mpi_submit(w);
-  *async = w;
-  return GS_OK;
+  return submit(w, async);
 }
 
-gs_status gs_dist_broadcast(gs_tensor *t, int src) {
+gs_status gs_dist_broadcast(gs_tensor *t, int src, gs_dist_work **async) {
+  if (async) *async = NULL;
   GS_TRY(need_group("broadcast"));
   GS_TRY(check_host("broadcast", t));
   if (src < 0 || src >= gs_mpi_size)
@@ -254,7 +320,7 @@ gs_status gs_dist_broadcast(gs_tensor *t, int src) {
   gs_status s = stage_inplace(w, t);
   if (s != GS_OK) { free(w); return s; }
   w->count = gs_numel(t);
-  return run_sync(w);
+  return submit(w, async);
 }
 
 static gs_status check_pair(const char *what, const gs_tensor *big, const gs_tensor *small, const char *bigname) {
@@ -290,7 +356,9 @@ static gs_status two_tensor(gs_dist_work *w, gs_tensor *out, gs_tensor *in) {
 
 /* all_gather (the small tensor is in, the big one out) and
  * reduce_scatter (the big one in, the small one out). */
-static gs_status gather_or_scatter(gs_mpi_kind kind, const char *what, gs_tensor *out, gs_tensor *in, gs_dist_op op) {
+static gs_status gather_or_scatter(gs_mpi_kind kind, const char *what, gs_tensor *out, gs_tensor *in, gs_dist_op op,
+                                   gs_dist_work **async) {
+  if (async) *async = NULL;
   bool gather = kind == GS_MPI_ALL_GATHER;
   gs_tensor *small = gather ? in : out;
   GS_TRY(need_group(what));
@@ -306,20 +374,21 @@ static gs_status gather_or_scatter(gs_mpi_kind kind, const char *what, gs_tensor
 #endif
   gs_status s = two_tensor(w, out, in);
   if (s != GS_OK) { free(w); return s; }
-  return run_sync(w);
+  return submit(w, async);
 }
 
-gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t) {
-  return gather_or_scatter(GS_MPI_ALL_GATHER, "all_gather", out, t, GS_DIST_SUM);
+gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t, gs_dist_work **async) {
+  return gather_or_scatter(GS_MPI_ALL_GATHER, "all_gather", out, t, GS_DIST_SUM, async);
 }
 
-gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op) {
-  return gather_or_scatter(GS_MPI_REDUCE_SCATTER, "reduce_scatter", out, in, op);
+gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op, gs_dist_work **async) {
+  return gather_or_scatter(GS_MPI_REDUCE_SCATTER, "reduce_scatter", out, in, op, async);
 }
 
-gs_status gs_dist_barrier(void) {
+gs_status gs_dist_barrier(gs_dist_work **async) {
+  if (async) *async = NULL;
   GS_TRY(need_group("barrier"));
   gs_dist_work *w = work_new(GS_MPI_BARRIER, "barrier");
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
-  return run_sync(w);
+  return submit(w, async);
 }

@@ -34,20 +34,31 @@ void gs_dist_exit(bool ok);
 
 /* An asynchronous collective in flight. */
 typedef struct gs_dist_work gs_dist_work;
-gs_status gs_dist_wait(gs_dist_work *w);   /* waits, then frees w */
+/* When a work went through the communication thread (CLOCK_MONOTONIC
+ * seconds): submitted by the caller, started by the thread (earlier
+ * works done), agreed (every rank arrived: the payload starts), finished. */
+typedef struct { double submitted, started, agreed, finished; } gs_dist_times;
+/* Waits for *w. Done (ok or failed): frees it, sets *w = NULL, fills
+ * times when non-NULL. Interrupted by Ctrl-C first: returns the
+ * interrupt error and *w stays valid and in flight (wait again later). */
+gs_status gs_dist_wait(gs_dist_work **w, gs_dist_times *times);
 bool gs_dist_work_done(gs_dist_work *w);
+/* Gives up on w without waiting (its Work was collected): the tensors it
+ * holds are released once the communication thread is done with them. */
+void gs_dist_abandon(gs_dist_work *w);
 
-/* In place on t. With async non-NULL the call returns at once with a work
- * to wait on (t must not be touched until then); else it waits. */
+/* Every collective below: with async non-NULL the call returns at once
+ * with a work to wait on (the tensors must not be touched until then);
+ * else it waits. In place on t. */
 gs_status gs_dist_all_reduce(gs_tensor *t, gs_dist_op op, gs_dist_work **async);
-gs_status gs_dist_broadcast(gs_tensor *t, int src);
+gs_status gs_dist_broadcast(gs_tensor *t, int src, gs_dist_work **async);
 /* out (world_size * numel(t) elements, t's dtype and device) = every
  * rank's t in rank order. */
-gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t);
+gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t, gs_dist_work **async);
 /* out (numel(in) / world_size elements) = op over ranks of this rank's
  * slice of in. */
-gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op);
-gs_status gs_dist_barrier(void);
+gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op, gs_dist_work **async);
+gs_status gs_dist_barrier(gs_dist_work **async);
 
 /* The MPI layer (dist_mpi.c), used by gs_dist.c only. */
 typedef enum { GS_MPI_INIT, GS_MPI_ALL_REDUCE, GS_MPI_BCAST, GS_MPI_ALL_GATHER, GS_MPI_REDUCE_SCATTER,
@@ -66,17 +77,22 @@ struct gs_dist_work {
   bool done;
   gs_status status;
   char msg[768];
+  gs_dist_times times;
+  uint64_t version[2];            /* of hold/copy_to's buffers at submit */
   /* for the caller: tensors held until the work is waited on, and a
    * result to copy back (a non-contiguous or staged tensor) */
   gs_tensor *hold[2];
   gs_tensor *copy_to, *copy_from;
-  struct gs_dist_work *next;
+  struct gs_dist_work *next;     /* in the communication thread's queue */
+  struct gs_dist_work *next_abandoned; /* the caller's list (gs_dist.c) */
 };
 bool gs_mpi_load(const char **why);
 /* Queues w on the communication thread (started by the first call). */
 void gs_mpi_submit(gs_dist_work *w);
-/* Blocks until w is done. */
-void gs_mpi_wait_done(gs_dist_work *w);
+/* Blocks until w is done (true), or, when interruptible, until Ctrl-C
+ * (false, w still in flight). */
+bool gs_mpi_wait_done(gs_dist_work *w, bool interruptible);
+double gs_mpi_now(void);
 bool gs_mpi_poll_done(gs_dist_work *w);
 void gs_mpi_stop_thread(void);
 extern int gs_mpi_rank, gs_mpi_size;

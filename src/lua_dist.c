@@ -127,65 +127,153 @@ static int d_backend(lua_State *L) {
   return 1;
 }
 static int d_destroy(lua_State *L) { gsL_check(L, gs_dist_destroy()); return 0; }
-static int d_barrier(lua_State *L) { gsL_check(L, gs_dist_barrier()); return 0; }
 
-/* all_reduce(t, op, async): async returns a Work */
+/* A Work: the collective in flight (NULL once waited on) and, after
+ * wait(), when it went through the communication thread. User value 1
+ * holds the call's tensors, so Lua keeps them alive as long as the Work. */
+typedef struct {
+  gs_dist_work *w;
+  bool timed;
+  gs_dist_times times;
+} work_ud;
+
+/* Pushes a Work for a collective about to start; the tensors at the
+ * given stack indices (0: none) stay alive with it. Call the collective
+ * with &ud->w; it leaves NULL there when it ran to the end at once (nccl). */
+static work_ud *new_work(lua_State *L, int t1, int t2) {
+  t1 = t1 ? lua_absindex(L, t1) : 0;
+  t2 = t2 ? lua_absindex(L, t2) : 0;
+  work_ud *u = lua_newuserdatauv(L, sizeof *u, 1);
+  memset(u, 0, sizeof *u);
+  luaL_setmetatable(L, WORK_MT);
+  lua_createtable(L, 2, 0);
+  if (t1) { lua_pushvalue(L, t1); lua_rawseti(L, -2, 1); }
+  if (t2) { lua_pushvalue(L, t2); lua_rawseti(L, -2, 2); }
+  lua_setiuservalue(L, -2, 1);
+  return u;
+}
+
+/* Each collective: the last argument true asks for a Work (async_op). */
+static int d_barrier(lua_State *L) {
+  if (!lua_toboolean(L, 1)) { gsL_check(L, gs_dist_barrier(NULL)); return 0; }
+  work_ud *u = new_work(L, 0, 0);
+  gsL_check(L, gs_dist_barrier(&u->w));
+  return 1;
+}
+
+/* all_reduce(t, op, async) */
 static int d_all_reduce(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1);
   gs_dist_op op = check_op(L, 2);
   if (!lua_toboolean(L, 3)) { gsL_check(L, gs_dist_all_reduce(t, op, NULL)); return 0; }
-  gs_dist_work **p = lua_newuserdatauv(L, sizeof *p, 1);
-  *p = NULL;
-  luaL_setmetatable(L, WORK_MT);
-  gsL_check(L, gs_dist_all_reduce(t, op, p));
-  lua_pushvalue(L, 1);
-  lua_setiuservalue(L, -2, 1); /* the tensor stays alive while the work runs */
+  work_ud *u = new_work(L, 1, 0);
+  gsL_check(L, gs_dist_all_reduce(t, op, &u->w));
   return 1;
 }
 
+/* broadcast(t, src, async) */
 static int d_broadcast(lua_State *L) {
-  gsL_check(L, gs_dist_broadcast(gsL_checktensor(L, 1), (int)luaL_checkinteger(L, 2)));
-  return 0;
+  gs_tensor *t = gsL_checktensor(L, 1);
+  int src = (int)luaL_checkinteger(L, 2);
+  if (!lua_toboolean(L, 3)) { gsL_check(L, gs_dist_broadcast(t, src, NULL)); return 0; }
+  work_ud *u = new_work(L, 1, 0);
+  gsL_check(L, gs_dist_broadcast(t, src, &u->w));
+  return 1;
 }
 
+/* all_gather_into(out, t, async) */
 static int d_all_gather_into(lua_State *L) {
-  gsL_check(L, gs_dist_all_gather_into(gsL_checktensor(L, 1), gsL_checktensor(L, 2)));
-  return 0;
+  gs_tensor *out = gsL_checktensor(L, 1), *t = gsL_checktensor(L, 2);
+  if (!lua_toboolean(L, 3)) { gsL_check(L, gs_dist_all_gather_into(out, t, NULL)); return 0; }
+  work_ud *u = new_work(L, 1, 2);
+  gsL_check(L, gs_dist_all_gather_into(out, t, &u->w));
+  return 1;
 }
 
+/* reduce_scatter_from(out, in, op, async) */
 static int d_reduce_scatter_from(lua_State *L) {
-  gsL_check(L, gs_dist_reduce_scatter_from(gsL_checktensor(L, 1), gsL_checktensor(L, 2), check_op(L, 3)));
-  return 0;
+  gs_tensor *out = gsL_checktensor(L, 1), *in = gsL_checktensor(L, 2);
+  gs_dist_op op = check_op(L, 3);
+  if (!lua_toboolean(L, 4)) { gsL_check(L, gs_dist_reduce_scatter_from(out, in, op, NULL)); return 0; }
+  work_ud *u = new_work(L, 1, 2);
+  gsL_check(L, gs_dist_reduce_scatter_from(out, in, op, &u->w));
+  return 1;
 }
 
 /* ---- Work ---- */
 
+/* work:wait(): true once the collective is done; its error, if it
+ * failed, is raised here. Ctrl-C raises 'interrupted!' and leaves the
+ * collective in flight: wait() again to finish it. */
 static int w_wait(lua_State *L) {
-  gs_dist_work **p = luaL_checkudata(L, 1, WORK_MT);
-  gs_dist_work *w = *p;
-  *p = NULL;
-  if (w) gsL_check(L, gs_dist_wait(w));
+  work_ud *u = luaL_checkudata(L, 1, WORK_MT);
+  if (u->w) {
+    gs_status s = gs_dist_wait(&u->w, &u->times);
+    if (!u->w) u->timed = true;
+    gsL_check(L, s);
+  }
+  /* the Lua half's last step (all_gather's copies into the list) */
+  lua_getiuservalue(L, 1, 1);
+  if (lua_getfield(L, -1, "after") == LUA_TFUNCTION) {
+    lua_pushnil(L);
+    lua_setfield(L, -3, "after");
+    lua_call(L, 0, 0);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }
 
+/* work_after(work, fn): fn() runs when wait() first succeeds. */
+static int d_work_after(lua_State *L) {
+  luaL_checkudata(L, 1, WORK_MT);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_getiuservalue(L, 1, 1);
+  lua_pushvalue(L, 2);
+  lua_setfield(L, -2, "after");
+  return 0;
+}
+
 static int w_is_completed(lua_State *L) {
-  gs_dist_work **p = luaL_checkudata(L, 1, WORK_MT);
-  lua_pushboolean(L, !*p || gs_dist_work_done(*p));
+  work_ud *u = luaL_checkudata(L, 1, WORK_MT);
+  lua_pushboolean(L, !u->w || gs_dist_work_done(u->w));
   return 1;
 }
 
-/* A work dropped without wait() still finishes before its memory goes. */
+/* work:_timing(): after wait(), a table of CLOCK_MONOTONIC seconds (the
+ * clock of torch.clock()): submitted, started (the communication thread
+ * took it), agreed (every rank had arrived), finished; nil before.
+ * gshell's own, for measuring overlap (bench/dist/ddp.lua). */
+static int w_timing(lua_State *L) {
+  work_ud *u = luaL_checkudata(L, 1, WORK_MT);
+  if (!u->timed) { lua_pushnil(L); return 1; }
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, u->times.submitted); lua_setfield(L, -2, "submitted");
+  lua_pushnumber(L, u->times.started); lua_setfield(L, -2, "started");
+  lua_pushnumber(L, u->times.agreed); lua_setfield(L, -2, "agreed");
+  lua_pushnumber(L, u->times.finished); lua_setfield(L, -2, "finished");
+  return 1;
+}
+
+static int w_tostring(lua_State *L) {
+  work_ud *u = luaL_checkudata(L, 1, WORK_MT);
+  lua_pushfstring(L, "torch.distributed.Work(%s)", !u->w ? "completed" : gs_dist_work_done(u->w) ? "finished, not waited on" : "in flight");
+  return 1;
+}
+
+/* A Work collected without wait(): the collective still finishes on the
+ * communication thread, which never touches freed memory (the engine
+ * keeps the tensors until then); its result is not checked. */
 static int w_gc(lua_State *L) {
-  gs_dist_work **p = luaL_checkudata(L, 1, WORK_MT);
-  if (*p) (void)gs_dist_wait(*p);
-  *p = NULL;
+  work_ud *u = luaL_checkudata(L, 1, WORK_MT);
+  if (u->w) gs_dist_abandon(u->w);
+  u->w = NULL;
   return 0;
 }
 
 void gsL_open_dist(lua_State *L) {
   luaL_newmetatable(L, WORK_MT);
-  static const luaL_Reg wm[] = {{"wait", w_wait}, {"is_completed", w_is_completed}, {"__gc", w_gc}, {NULL, NULL}};
+  static const luaL_Reg wm[] = {{"wait", w_wait}, {"is_completed", w_is_completed}, {"_timing", w_timing}, {"__gc", w_gc},
+                                 {"__tostring", w_tostring}, {NULL, NULL}};
   luaL_setfuncs(L, wm, 0);
   lua_pushvalue(L, -1);
   lua_setfield(L, -2, "__index");
@@ -200,7 +288,8 @@ void gsL_open_dist(lua_State *L) {
     {"is_available", d_is_available}, {"init", d_init}, {"is_initialized", d_is_initialized}, {"rank", d_rank},
     {"world_size", d_world_size}, {"local_rank", d_local_rank}, {"backend", d_backend}, {"destroy", d_destroy},
     {"barrier", d_barrier}, {"all_reduce", d_all_reduce}, {"broadcast", d_broadcast},
-    {"all_gather_into", d_all_gather_into}, {"reduce_scatter_from", d_reduce_scatter_from}, {NULL, NULL}};
+    {"all_gather_into", d_all_gather_into}, {"reduce_scatter_from", d_reduce_scatter_from},
+    {"work_after", d_work_after}, {NULL, NULL}};
   lua_newtable(L);
   luaL_setfuncs(L, dist, 0);
   lua_setfield(L, -2, "_dist");

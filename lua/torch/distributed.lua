@@ -107,28 +107,51 @@ function D.get_rank() need_group("get_rank"); return C.rank() end
 function D.get_world_size() need_group("get_world_size"); return C.world_size() end
 function D.get_backend() need_group("get_backend"); return C.backend() end
 function D.destroy_process_group() C.destroy() end
-function D.barrier() C.barrier() end
+-- Every collective takes async_op (as PyTorch): false (the default) waits
+-- and returns nothing; true returns a Work at once, the collective going
+-- on in the background (on the process group's communication thread):
+--   work:wait()          blocks until it is done and returns true; an error
+--                        of the collective (ranks that disagree) is raised
+--                        here; Ctrl-C raises 'interrupted!' and leaves it in
+--                        flight (wait() again to finish it)
+--   work:is_completed()  true once it is done, without blocking
+-- The tensors of the call must be left alone until wait() returns: a
+-- write into them in between is reported by wait() as an error. The Work
+-- keeps them alive; a Work dropped without wait() still completes.
+local function async_of(fn, opts)
+  local a = opts.async_op
+  if a ~= nil and type(a) ~= "boolean" then
+    fail(string.format("torch.distributed.%s: async_op must be true or false, got %s", fn, type(a)))
+  end
+  return a == true
+end
+
+-- barrier([{async_op =}])
+function D.barrier(opts)
+  opts = check_keys("barrier", opts, { "async_op" })
+  need_group("barrier")
+  return C.barrier(async_of("barrier", opts))
+end
 
 -- all_reduce(t[, {op = 'sum', async_op = false}]): in place on every rank.
--- With async_op the call returns a work at once: work:wait() (t must not
--- be used before), work:is_completed().
 function D.all_reduce(t, opts)
   check_tensor("all_reduce", t, "the tensor")
   opts = check_keys("all_reduce", opts, { "op", "async_op" })
   need_group("all_reduce")
-  return C.all_reduce(t, op_of("all_reduce", opts.op), opts.async_op and true or false)
+  return C.all_reduce(t, op_of("all_reduce", opts.op), async_of("all_reduce", opts))
 end
 
--- broadcast(t, {src = r}) (or broadcast(t, r)): rank r's t to every rank.
+-- broadcast(t, {src = r[, async_op =]}) (or broadcast(t, r)): rank r's t
+-- to every rank.
 function D.broadcast(t, opts)
   check_tensor("broadcast", t, "the tensor")
   if math.type(opts) == "integer" then opts = { src = opts } end
-  opts = check_keys("broadcast", opts, { "src" })
+  opts = check_keys("broadcast", opts, { "src", "async_op" })
   if math.type(opts.src) ~= "integer" then
     fail("torch.distributed.broadcast: src (the 0-based rank that sends) must be given as an integer")
   end
   need_group("broadcast")
-  C.broadcast(t, opts.src)
+  return C.broadcast(t, opts.src, async_of("broadcast", opts))
 end
 
 local function check_list(fn, list, t, what)
@@ -147,45 +170,60 @@ local function check_list(fn, list, t, what)
   end
 end
 
--- all_gather(list, t): list[i] receives rank i-1's t.
-function D.all_gather(list, t)
+-- all_gather(list, t[, {async_op =}]): list[i] receives rank i-1's t.
+function D.all_gather(list, t, opts)
   check_tensor("all_gather", t, "the tensor")
+  opts = check_keys("all_gather", opts, { "async_op" })
   need_group("all_gather")
   check_list("all_gather", list, t, "the output list")
   local flat = torch.empty({ C.world_size() * t:numel() }, { dtype = t.dtype, device = t.device })
-  C.all_gather_into(flat, t)
   local n = t:numel()
-  for i, x in ipairs(list) do x:copy_(flat:narrow(1, (i - 1) * n + 1, n):view(t.shape)) end
+  local function unpack()
+    for i, x in ipairs(list) do x:copy_(flat:narrow(1, (i - 1) * n + 1, n):view(t.shape)) end
+  end
+  if not async_of("all_gather", opts) then
+    C.all_gather_into(flat, t, false)
+    unpack()
+    return
+  end
+  local work = C.all_gather_into(flat, t, true)
+  C.work_after(work, unpack) -- the list is filled when wait() returns
+  return work
 end
 
--- all_gather_into_tensor(out, t): out holds every rank's t, in rank order.
-function D.all_gather_into_tensor(out, t)
+-- all_gather_into_tensor(out, t[, {async_op =}]): out holds every rank's
+-- t, in rank order.
+function D.all_gather_into_tensor(out, t, opts)
   check_tensor("all_gather_into_tensor", out, "the output")
   check_tensor("all_gather_into_tensor", t, "the tensor")
+  opts = check_keys("all_gather_into_tensor", opts, { "async_op" })
   need_group("all_gather_into_tensor")
-  C.all_gather_into(out, t)
+  return C.all_gather_into(out, t, async_of("all_gather_into_tensor", opts))
 end
 
--- reduce_scatter(out, list[, {op =}]): out = op over ranks of list[rank+1].
+-- reduce_scatter(out, list[, {op =, async_op =}]): out = op over ranks of
+-- list[rank+1].
 function D.reduce_scatter(out, list, opts)
   check_tensor("reduce_scatter", out, "the output")
-  opts = check_keys("reduce_scatter", opts, { "op" })
+  opts = check_keys("reduce_scatter", opts, { "op", "async_op" })
   need_group("reduce_scatter")
   check_list("reduce_scatter", list, out, "the input list")
+  local op = op_of("reduce_scatter", opts.op)
   local n = out:numel()
   local flat = torch.empty({ C.world_size() * n }, { dtype = out.dtype, device = out.device })
   for i, x in ipairs(list) do flat:narrow(1, (i - 1) * n + 1, n):copy_(x:reshape(n)) end
-  C.reduce_scatter_from(out, flat, op_of("reduce_scatter", opts.op))
+  return C.reduce_scatter_from(out, flat, op, async_of("reduce_scatter", opts))
 end
 
--- reduce_scatter_tensor(out, input[, {op =}]): input holds world_size
--- slices of out's size; out = op over ranks of slice rank+1.
+-- reduce_scatter_tensor(out, input[, {op =, async_op =}]): input holds
+-- world_size slices of out's size; out = op over ranks of slice rank+1.
 function D.reduce_scatter_tensor(out, input, opts)
   check_tensor("reduce_scatter_tensor", out, "the output")
   check_tensor("reduce_scatter_tensor", input, "the input")
-  opts = check_keys("reduce_scatter_tensor", opts, { "op" })
+  opts = check_keys("reduce_scatter_tensor", opts, { "op", "async_op" })
   need_group("reduce_scatter_tensor")
-  C.reduce_scatter_from(out, input, op_of("reduce_scatter_tensor", opts.op))
+  return C.reduce_scatter_from(out, input, op_of("reduce_scatter_tensor", opts.op),
+    async_of("reduce_scatter_tensor", opts))
 end
 
 return D

@@ -18,6 +18,8 @@
 --   * At the end of backward the remaining buckets start (a parameter
 --     that got no gradient on this rank contributes zeros), every
 --     reduction is waited for and the averages are copied into .grad.
+--     Ctrl-C in that wait raises 'interrupted!' and leaves the rest in
+--     flight: each is waited for before its bucket is used again.
 -- With per-rank batches of b samples and a loss that averages over the
 -- batch, N ranks train to the same parameters as one process on the N*b
 -- samples (spec/distributed_spec.lua).
@@ -119,7 +121,15 @@ function DDP:init(module, opts)
   self.stats = { buckets = #buckets, launched_during_backward = 0, launched_at_end = 0 }
   local stats = self.stats
 
+  -- A bucket's previous reduction may still be in flight when a backward
+  -- was interrupted while waiting for it: it ends before the flat
+  -- tensor is refilled.
   local function launch(b, during)
+    if b.work then
+      local w = b.work
+      w:wait()
+      b.work = nil
+    end
     for k, p in ipairs(b.params) do
       local seg = b.flat:narrow(1, b.offsets[k] + 1, p:numel())
       if p.grad ~= nil then seg:copy_(p.grad:reshape(p:numel())) else seg:zero_() end
@@ -137,20 +147,32 @@ function DDP:init(module, opts)
     end
   end
 
+  -- The end of backward (an autograd callback, as PyTorch's): start what
+  -- is left, wait for every bucket and copy the averages into .grad, so
+  -- the optimizer's step reads reduced gradients. stats.last records the
+  -- step's timeline (torch.clock() seconds) for bench/dist/ddp.lua.
   local function finish(ok)
     state.active = false
     state.expect = false
+    local backward_end = torch.clock()
+    local err
     if ok then
-      for i = state.next, #buckets do launch(buckets[i], false) end
+      for i = state.next, #buckets do
+        local lok, e = pcall(launch, buckets[i], false)
+        if not lok then err = e; break end
+      end
     end
-    local first_err
+    local timeline = { backward_end = backward_end, buckets = {} }
     for i = 1, #buckets do
       local b = buckets[i]
-      if b.work then
-        local wok, err = pcall(b.work.wait, b.work)
-        if not wok and not first_err then first_err = err end
-        b.work = nil
-        if ok and wok then
+      if b.work and not (err == "interrupted!") then
+        local wok, e = pcall(b.work.wait, b.work)
+        if wok or e ~= "interrupted!" then
+          timeline.buckets[i] = b.work:_timing()
+          b.work = nil
+        end
+        if not wok then err = err or e end
+        if wok and ok then
           for k, p in ipairs(b.params) do
             local avg = b.flat:narrow(1, b.offsets[k] + 1, p:numel()):view(p.shape)
             if p.grad == nil then p.grad = avg:clone() else p.grad:copy_(avg) end
@@ -158,8 +180,10 @@ function DDP:init(module, opts)
         end
       end
     end
+    timeline.done = torch.clock()
+    stats.last = timeline
     state.ready, state.complete, state.next = {}, {}, 1
-    if first_err then error(first_err, 0) end
+    if err then error(err, 0) end
   end
 
   local function on_grad(p)
