@@ -7,25 +7,7 @@ local H = require("helpers")
 
 local check = H.check
 
--- |c - ref| <= rtol * sum_k |a_ik b_kj| + atol for every element: the
--- error bound of a dot product, so float32 (which BLAS accumulates in
--- float) and float64 results are held to their own precision.
-local function assert_mm_close(got, a, b, rtol)
-  local m, k, n = #a, #b, #b[1]
-  assert.are.equal(m, #got)
-  for i = 1, m do
-    assert.are.equal(n, #got[i])
-    for j = 1, n do
-      local s, mag = 0.0, 0.0
-      for p = 1, k do s = s + a[i][p] * b[p][j]; mag = mag + math.abs(a[i][p] * b[p][j]) end
-      local err = math.abs(got[i][j] - s)
-      if err > rtol * mag + 1e-300 then
-        error(string.format("element [%d][%d]: got %.17g, want %.17g (error %.3g, bound %.3g)", i, j, got[i][j], s, err,
-                            rtol * mag), 2)
-      end
-    end
-  end
-end
+local assert_mm_close = H.assert_mm_close
 
 local RTOL = {float32 = 2e-6, float64 = 1e-14}
 local function tensor(data, dtn) return torch.tensor(data, {dtype = torch[dtn]}) end

@@ -2,7 +2,8 @@
  * sets (gs_parallel.h) that Lua cannot reach otherwise: simulated devices
  * bind sets on their own threads. It starts nsets threads, each bound to
  * a set of its own, which run parallel jobs and matrix products at the
- * same time; the results are checked on the calling thread afterwards. */
+ * same time; the results are checked on the calling thread afterwards.
+ * torch._with_workers runs Lua code with a set of a given size bound. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -184,6 +185,31 @@ static int l_workers_selftest(lua_State *L) {
   return 1;
 }
 
+/* torch._with_workers(n, fn): calls fn() with the Lua thread bound to a
+ * set of n threads (one set per n, made on first use and kept), then
+ * restores the set bound before; returns fn's results, or raises its
+ * error after restoring. Lets specs run any op as a device with n cores
+ * would, whatever the host has. */
+static int l_with_workers(lua_State *L) {
+  static gs_workers *sets[65];
+  static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
+  int n = (int)luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n >= 1 && n <= 64, 1, "expected 1 to 64 threads");
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  pthread_mutex_lock(&sets_lock);
+  if (!sets[n]) sets[n] = gs_workers_create(n);
+  gs_workers *w = sets[n];
+  pthread_mutex_unlock(&sets_lock);
+  if (!w) return luaL_error(L, "_with_workers: cannot start a set of %d threads", n);
+  gs_workers *before = gs_workers_bound();
+  lua_settop(L, 2);
+  gs_workers_bind(w);
+  int rc = lua_pcall(L, 0, LUA_MULTRET, 0);
+  gs_workers_bind(before);
+  if (rc != LUA_OK) return lua_error(L);
+  return lua_gettop(L) - 1;
+}
+
 /* torch._num_threads(): threads of the set bound to the calling thread
  * (the global set, all the host's cores, on the Lua thread). */
 static int l_num_threads(lua_State *L) {
@@ -193,6 +219,7 @@ static int l_num_threads(lua_State *L) {
 
 void gsL_open_workers(lua_State *L) {
   static const luaL_Reg fns[] = {
-    {"_workers_selftest", l_workers_selftest}, {"_num_threads", l_num_threads}, {NULL, NULL}};
+    {"_workers_selftest", l_workers_selftest}, {"_num_threads", l_num_threads},
+    {"_with_workers", l_with_workers}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }
