@@ -14,5 +14,8 @@ extern const gs_backend gs_backend_sim_staged;
 /* (Re)creates n simulated devices, each capped at `cap` bytes (0: 16 GiB).
  * Cached blocks of the old devices are released first. */
 void gs_sim_configure(int n, size_t cap);
+/* GSHELL_SIM_CONTEXT_MS as read at configuration (0: off): a device's
+ * first use then sleeps that long, modelling a CUDA context's creation. */
+int gs_sim_context_ms(void);
 
 #endif

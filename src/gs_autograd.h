@@ -79,6 +79,7 @@ gs_status gs_ag_softmax(gs_tensor *x, int dim, bool log, gs_tensor **out);
 gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out); /* 0 matmul 1 mm 2 bmm */
 gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **out);
 gs_status gs_ag_to(gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out);
+gs_status gs_ag_to_ex(gs_tensor *x, gs_device dev, gs_dtype dt, bool non_blocking, gs_tensor **out);
 gs_status gs_ag_clone(gs_tensor *x, gs_tensor **out);
 gs_status gs_ag_join(gs_tensor **xs, int n, int dim, bool stack, gs_tensor **out);
 gs_status gs_ag_var(gs_tensor *x, int dim, bool keepdim, int64_t correction, bool take_sqrt, gs_tensor **out);

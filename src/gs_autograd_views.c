@@ -161,7 +161,11 @@ static gs_status bw_to(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 }
 
 gs_status gs_ag_to(gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out) {
-  GS_TRY(gs_to(x, dev, dt, out));
+  return gs_ag_to_ex(x, dev, dt, false, out);
+}
+
+gs_status gs_ag_to_ex(gs_tensor *x, gs_device dev, gs_dtype dt, bool non_blocking, gs_tensor **out) {
+  GS_TRY(gs_to_ex(x, dev, dt, non_blocking, out));
   if (*out == x || !gs_grad_enabled || !gs_requires_grad(x) || !gs_dtype_is_float(dt)) return GS_OK;
   gs_node *n = gs_node_new("ToCopyBackward0", bw_to, 1, &x);
   gs_status s = finish(n, *out, GS_OK);

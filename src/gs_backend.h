@@ -83,6 +83,17 @@ typedef struct gs_backend {
   gs_status (*memcpy_d2h)(int index, void *dst, const void *src, size_t n);
   gs_status (*memcpy_d2d)(int dst_index, void *dst, int src_index, const void *src, size_t n);
   gs_status (*synchronize)(int index);
+  /* optional, for devices that queue work asynchronously (gs_stream.h):
+   * adopt sets up a new buffer (its stream); release gives a freed
+   * buffer's memory back instead of free, once no queued work needs it;
+   * host_wait returns when the host may read or write the buffer's memory
+   * (`what` names the synchronising call for set_sync_debug_mode);
+   * copy_queued moves data between host memories when this device is one
+   * end (non_blocking: may return before the copy ran, PyTorch's rule). */
+  void (*adopt)(gs_buffer *b);
+  void (*release)(gs_buffer *b);
+  gs_status (*host_wait)(gs_buffer *b, const char *what);
+  gs_status (*copy_queued)(gs_tensor *dst, const gs_tensor *src, bool non_blocking);
 
   /* kernels */
   /* dst[i] = convert(src[i]): any dtypes, any strides, same shape (src may

@@ -15,6 +15,7 @@ struct gs_pblock {
   gs_pblock *hnext;         /* the in-use table's chain, while in use */
   bool free, large;
   int bin;
+  int tag;                  /* the stream whose cache it is in */
 };
 
 int gs_size_class(size_t n, size_t *rounded) {
@@ -67,11 +68,11 @@ static void bin_remove(gs_block_pool *p, gs_pblock *b) {
 
 /* The smallest free block of the pool that holds n bytes: in n's own size
  * class some blocks may be smaller than n; in any higher class all fit. */
-static gs_pblock *best_fit(gs_block_pool *p, bool large, size_t n) {
+static gs_pblock *best_fit(gs_block_pool *p, bool large, size_t n, int tag) {
   for (int c = gs_size_class(n, NULL); c < GS_POOL_BINS; c++) {
     gs_pblock *best = NULL;
     for (gs_pblock *b = p->bins[large][c]; b; b = b->fnext)
-      if (b->size >= n && (!best || b->size < best->size || (b->size == best->size && b->ptr < best->ptr))) best = b;
+      if (b->size >= n && b->tag == tag && (!best || b->size < best->size || (b->size == best->size && b->ptr < best->ptr))) best = b;
     if (best) return best;
   }
   return NULL;
@@ -187,6 +188,7 @@ static void split(gs_block_pool *p, gs_pblock *b, size_t n) {
   r->ptr = b->ptr + n;
   r->size = rest;
   r->large = b->large;
+  r->tag = b->tag;
   r->prev = b;
   r->next = b->next;
   if (b->next) b->next->prev = r;
@@ -205,11 +207,13 @@ static void absorb(gs_block_pool *p, gs_pblock *b, gs_pblock *a) {
   p->st.n_merges++;
 }
 
-void *gs_pool_alloc(gs_block_pool *p, size_t n) {
+void *gs_pool_alloc(gs_block_pool *p, size_t n) { return gs_pool_alloc_tagged(p, n, 0); }
+
+void *gs_pool_alloc_tagged(gs_block_pool *p, size_t n, int tag) {
   size_t r = gs_pool_round(n);
   bool large = r > GS_POOL_SMALL_SIZE;
   pthread_mutex_lock(&p->lock);
-  gs_pblock *b = best_fit(p, large, r);
+  gs_pblock *b = best_fit(p, large, r, tag);
   if (b) {
     bin_remove(p, b);
     p->st.n_cache_hits++;
@@ -217,6 +221,8 @@ void *gs_pool_alloc(gs_block_pool *p, size_t n) {
     p->st.n_ooms++;
     pthread_mutex_unlock(&p->lock);
     return NULL;
+  } else {
+    b->tag = tag;
   }
   if (!table_insert(p, b)) { /* no host memory to track it: give it back */
     bin_insert(p, b);

@@ -85,6 +85,12 @@ void gs_pool_init(gs_block_pool *p, const gs_pool_device *dev);
 /* A block of at least n bytes, or NULL when the device has no room even
  * after the cache was released. */
 void *gs_pool_alloc(gs_block_pool *p, size_t n);
+/* The same for stream `tag` of a device that queues work: a segment
+ * belongs to the stream it was made for, and its blocks are reused by
+ * that stream only (its later work is ordered after the block's earlier
+ * users; another stream's is not), as CUDA's caching allocator does.
+ * gs_pool_alloc is tag 0, the default stream. */
+void *gs_pool_alloc_tagged(gs_block_pool *p, size_t n, int tag);
 /* Gives a block back to the cache (no device call). Unknown pointers and
  * NULL are ignored. */
 void gs_pool_free(gs_block_pool *p, void *ptr);

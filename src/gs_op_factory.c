@@ -229,7 +229,7 @@ static int64_t exact_int_limit(gs_dtype dt) {
  * driven by one uniform draw (drawn a chunk at a time), so it follows
  * manual_seed like everything else. The result is allocated on its device
  * and in its dtype first (the device's cap is checked before any work);
- * the shuffle runs in place when that memory is host-addressable int64,
+ * the shuffle runs in place when the result is a cpu int64 tensor,
  * else in a host int64 array copied in at the end. */
 gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_tensor **out) {
   if (n < 0) return gs_error("randperm: n must be non-negative, got %lld", (long long)n);
@@ -241,7 +241,7 @@ gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_t
   gs_tensor *r, *idx = NULL, *keys = NULL;
   GS_TRY(gs_tensor_empty(dev, dt, 1, &n, &r));
   gs_status s = GS_OK;
-  bool in_place = dt == GS_INT64 && gs_tensor_host_addressable(r);
+  bool in_place = dt == GS_INT64 && gs_tensor_on_cpu(r); /* a device fills through a queued copy */
   if (in_place) { idx = r; gs_tensor_retain(idx); }
   else s = gs_tensor_empty(gs_cpu(), GS_INT64, 1, &n, &idx);
   int64_t m = n < FILL_CHUNK ? n : FILL_CHUNK;

@@ -178,17 +178,17 @@ static gs_status move_bytes(gs_device dd, void *to, gs_device sd, const void *fr
   return st;
 }
 
-static gs_status copy_across(gs_tensor *dst, const gs_tensor *src) {
+static gs_status copy_across(gs_tensor *dst, const gs_tensor *src, bool non_blocking) {
   gs_device dd = gs_tensor_device(dst), sd = gs_tensor_device(src);
   uint64_t bytes = (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype);
   gs_transfer_count *c = sd.type == GS_CPU ? &gs_transfers.h2d : dd.type == GS_CPU ? &gs_transfers.d2h : &gs_transfers.d2d;
   if (gs_tensor_host_addressable(dst) && gs_tensor_host_addressable(src)) {
-    GS_TRY(gs_backend_cpu.copy(dst, src));
+    /* a device that queues its work copies in its own order (and waits
+     * where the host reads: errors its kernels found surface there) */
+    const gs_backend *sb = gs_device_backend(sd), *db = gs_device_backend(dd);
+    const gs_backend *q = sb->copy_queued ? sb : db->copy_queued ? db : NULL;
+    GS_TRY(q ? q->copy_queued(dst, src, non_blocking) : gs_backend_cpu.copy(dst, src));
     count(c, bytes);
-    /* a copy to the host waits for the device: errors its kernels found in
-     * the data surface here (gs_devflag.h), as a real GPU's memcpy reports them */
-    const gs_backend *sb = gs_device_backend(sd);
-    if (dd.type == GS_CPU && sd.type != GS_CPU && sb && sb->synchronize) return sb->synchronize(sd.index);
     return GS_OK;
   }
   bool direct = dst->dtype == src->dtype && gs_is_contiguous(dst);
@@ -236,7 +236,9 @@ gs_status gs_check_writable(const gs_tensor *x) {
   return GS_OK;
 }
 
-gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src) {
+gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src) { return gs_copy_ex(dst, src, false); }
+
+gs_status gs_copy_ex(gs_tensor *dst, const gs_tensor *src, bool non_blocking) {
   GS_TRY(gs_check_writable(dst));
   if (gs_partial_overlap(dst, src)) { /* read all of src before writing */
     gs_tensor *tmp;
@@ -253,7 +255,7 @@ gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src) {
     s = copy_same_device(dst, e);
   } else {
     gs_log_op("_to_copy", dst); /* a move between memories, logged on the destination */
-    s = copy_across(dst, e);
+    s = copy_across(dst, e, non_blocking);
   }
   gs_tensor_release(e);
   if (s == GS_OK) dst->buf->version++;
@@ -275,6 +277,10 @@ gs_status gs_clone(const gs_tensor *x, gs_tensor **out) {
 }
 
 gs_status gs_to(const gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out) {
+  return gs_to_ex(x, dev, dt, false, out);
+}
+
+gs_status gs_to_ex(const gs_tensor *x, gs_device dev, gs_dtype dt, bool non_blocking, gs_tensor **out) {
   GS_TRY(gs_device_resolve(dev, &dev));
   if (gs_device_equal(dev, gs_tensor_device(x)) && dt == x->dtype) {
     gs_tensor_retain((gs_tensor *)x);
@@ -283,7 +289,7 @@ gs_status gs_to(const gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out)
   }
   gs_tensor *t;
   GS_TRY(gs_tensor_empty(dev, dt, x->ndim, x->shape, &t));
-  gs_status s = gs_copy_(t, x);
+  gs_status s = gs_copy_ex(t, x, non_blocking);
   if (s != GS_OK) { gs_tensor_release(t); return s; }
   *out = t;
   return GS_OK;

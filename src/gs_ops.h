@@ -50,10 +50,14 @@ gs_dtype gs_result_type_scalar(const gs_tensor *a, gs_scalar s);
 
 /* ---- copies, conversion, movement ---- */
 gs_status gs_copy_(gs_tensor *dst, const gs_tensor *src); /* broadcasting, any devices/dtypes */
+/* non_blocking: a copy from pinned host memory to a device may return
+ * before it ran (PyTorch's non_blocking = True) */
+gs_status gs_copy_ex(gs_tensor *dst, const gs_tensor *src, bool non_blocking);
 gs_status gs_contiguous(const gs_tensor *x, gs_tensor **out);  /* retains x if already */
 gs_status gs_clone(const gs_tensor *x, gs_tensor **out);
 /* x on dev with dtype dt; retains and returns x itself when nothing changes. */
 gs_status gs_to(const gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out);
+gs_status gs_to_ex(const gs_tensor *x, gs_device dev, gs_dtype dt, bool non_blocking, gs_tensor **out);
 
 typedef struct { uint64_t count, bytes; } gs_transfer_count;
 typedef struct { gs_transfer_count h2d, d2h, d2d; } gs_transfer_stats;

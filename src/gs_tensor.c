@@ -81,6 +81,11 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
   b->data = data;
   b->nbytes = nbytes;
   b->version = 0;
+  b->stream = 0;
+  b->nuses = 0;
+  b->uses_lost = false;
+  b->pinned = false;
+  if (be->adopt) be->adopt(b);
   *out = b;
   return GS_OK;
 }
@@ -89,7 +94,9 @@ void gs_buffer_retain(gs_buffer *b) { b->refcount++; }
 
 void gs_buffer_release(gs_buffer *b) {
   if (!b || --b->refcount > 0) return;
-  if (b->data) gs_device_backend(b->device)->free(b->device.index, b->data, b->nbytes);
+  const gs_backend *be = gs_device_backend(b->device);
+  if (b->data && be->release) be->release(b);
+  else if (b->data) be->free(b->device.index, b->data, b->nbytes);
   header_free(b);
 }
 
@@ -230,6 +237,11 @@ bool gs_is_contiguous(const gs_tensor *t) {
     s *= t->shape[i];
   }
   return true;
+}
+
+gs_status gs_tensor_host_wait(const gs_tensor *t, const char *what) {
+  const gs_backend *be = gs_device_backend(t->buf->device);
+  return be && be->host_wait ? be->host_wait(t->buf, what) : GS_OK;
 }
 
 bool gs_tensor_host_addressable(const gs_tensor *t) {

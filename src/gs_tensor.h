@@ -9,12 +9,24 @@
 #include "gs_device.h"
 #include "gs_dtype.h"
 
+/* The last task of one stream that uses a buffer (gs_stream.h). */
+typedef struct { int16_t device, stream; uint64_t seq; } gs_use;
+#define GS_BUFFER_USES 4
+
 typedef struct gs_buffer {
   int refcount;
   gs_device device;     /* resolved: CUDA index >= 0 */
   void *data;           /* host or device pointer */
   size_t nbytes;
   uint64_t version;     /* bumped by every in-place write (autograd checks) */
+  /* queued devices (gs_stream.h): the stream the block belongs to, and
+   * the queued work that uses it; uses_lost: more streams used it than
+   * fit, so a host access waits for every stream */
+  int16_t stream;
+  uint8_t nuses;
+  bool uses_lost;
+  bool pinned;          /* host memory for asynchronous copies (pin_memory) */
+  gs_use uses[GS_BUFFER_USES];
 } gs_buffer;
 
 struct gs_node;
@@ -74,6 +86,10 @@ extern void (*gs_oom_hook)(void);
 /* Host-addressable: the tensor's backend has host_memory (cpu, simulated
  * GPUs): the CPU kernels may touch the data. */
 bool gs_tensor_host_addressable(const gs_tensor *t);
+/* Before the host reads or writes a host-addressable tensor's memory
+ * directly: waits for the work its device queued on it (simulated GPUs
+ * run asynchronously). `what` names the call for the sync debug mode. */
+gs_status gs_tensor_host_wait(const gs_tensor *t, const char *what);
 
 /* Bytes currently held by tensors on the host (the Lua collector is told). */
 size_t gs_host_bytes_in_use(void);

@@ -9,7 +9,6 @@
 #include "gs_alloc_host.h"
 #include "lua_gs.h"
 
-int gsL_raise(lua_State *L) { return luaL_error(L, "%s", gs_last_error()); }
 
 /* ---- tensors ---- */
 

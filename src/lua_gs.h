@@ -6,15 +6,23 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include "gs_ops.h"
+#include "gs_stream.h"
 
 #define GSL_TENSOR_MT "torch.Tensor"
 #define GSL_DEVICE_MT "torch.device"
 #define GSL_DTYPE_MT "torch.dtype"
 #define GSL_SIZE_MT "torch.Size"
 
-/* Raises the engine's last error as a Lua error when s != GS_OK. */
-#define gsL_check(L, s) do { if ((s) != GS_OK) gsL_raise(L); } while (0)
+/* Raises the engine's last error as a Lua error when s != GS_OK; after a
+ * call that synchronised with a device in sync debug mode 'warn', prints
+ * the warning naming the user's line (lua_stream.c). */
+#define gsL_check(L, s)                               \
+  do {                                                \
+    if ((s) != GS_OK) gsL_raise(L);                   \
+    else if (gs_sync_warning) gsL_sync_warn(L);       \
+  } while (0)
 int gsL_raise(lua_State *L);
+void gsL_sync_warn(lua_State *L);
 
 /* Tensors: the userdata holds one reference to a gs_tensor. push takes
  * over the caller's reference (and releases it if Lua cannot allocate). */
@@ -74,6 +82,7 @@ void gsL_open_autograd(lua_State *L); /* lua_autograd.c */
 void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
 void gsL_open_dist(lua_State *L);      /* lua_dist.c: torch._comm, torch._dist */
 void gsL_open_interrupt(lua_State *L); /* lua_interrupt.c: test stand-ins for Ctrl-C */
+void gsL_open_stream(lua_State *L);   /* lua_stream.c: torch._stream */
 void gsL_open_workers(lua_State *L);  /* lua_workers.c: torch._workers_selftest */
 /* The Lua state's allocator with its small-block pool (lua_alloc.c). */
 void gsL_install_allocator(lua_State *L);

@@ -214,17 +214,20 @@ static int m_to(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   gs_device dev = gs_tensor_device(x);
   gs_dtype dt = x->dtype;
+  bool nb = false;
   gs_tensor *other = gsL_testtensor(L, 2);
   if (other) { dev = gs_tensor_device(other); dt = other->dtype; }
   else {
     /* positional device and/or dtype, then an optional options table;
-     * non_blocking is accepted (a synchronous copy honours it) */
+     * non_blocking: a copy from pinned memory to a device may return
+     * before it ran (gs_copy_ex) */
     static const char *const keys[] = {"device", "dtype", "non_blocking"};
     int last = lua_gettop(L);
     if (last >= 2 && lua_type(L, last) == LUA_TTABLE) {
       gsL_checkoptions(L, last, "to", keys, GSL_NKEYS(keys));
       if (gsL_optfield(L, last, "device")) { dev = gsL_checkdevice(L, -1); lua_pop(L, 1); }
       if (gsL_optfield(L, last, "dtype")) { dt = gsL_checkdtype(L, lua_gettop(L)); lua_pop(L, 1); }
+      if (gsL_optfield(L, last, "non_blocking")) { nb = lua_toboolean(L, -1); lua_pop(L, 1); }
       last--;
     }
     for (int i = 2; i <= last; i++) {
@@ -232,28 +235,50 @@ static int m_to(lua_State *L) {
       if (!gsL_testdtype(L, i, &dt)) dev = gsL_checkdevice(L, i);
     }
   }
-  gsL_check(L, gs_ag_to(x, dev, dt, &r));
+  gsL_check(L, gs_ag_to_ex(x, dev, dt, nb, &r));
   return push_result(L, x, r);
 }
 static int m_cuda(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   gs_device dev = {GS_CUDA, -1};
+  bool nb = false;
   static const char *const keys[] = {"device", "non_blocking"};
   int last = lua_gettop(L);
   if (last >= 2 && lua_type(L, last) == LUA_TTABLE) { /* x:cuda([i, ]{non_blocking = true}) */
     gsL_checkoptions(L, last, "cuda", keys, GSL_NKEYS(keys));
     if (gsL_optfield(L, last, "device")) { dev = gsL_checkdevice(L, -1); lua_pop(L, 1); }
+    if (gsL_optfield(L, last, "non_blocking")) { nb = lua_toboolean(L, -1); lua_pop(L, 1); }
     lua_settop(L, --last);
   }
   if (!lua_isnoneornil(L, 2)) dev = gsL_checkdevice(L, 2);
   if (dev.type != GS_CUDA) return luaL_error(L, "cuda(): expected a CUDA device, got %s", luaL_tolstring(L, 2, NULL));
-  gsL_check(L, gs_ag_to(x, dev, x->dtype, &r));
+  gsL_check(L, gs_ag_to_ex(x, dev, x->dtype, nb, &r));
   return push_result(L, x, r);
 }
 static int m_cpu(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
   gsL_check(L, gs_ag_to(x, gs_cpu(), x->dtype, &r));
   return push_result(L, x, r);
+}
+/* x:pin_memory(): a copy in pinned host memory (x itself when it is
+ * pinned already), the source of asynchronous copies to a device */
+static int m_pin_memory(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1), *r;
+  if (!gs_tensor_on_cpu(x)) {
+    char dev[32];
+    gs_device_name(gs_tensor_device(x), dev, sizeof dev);
+    return luaL_error(L, "pin_memory: only CPU tensors can be pinned, this one is on %s", dev);
+  }
+  if (x->buf->pinned) { lua_settop(L, 1); return 1; }
+  gsL_check(L, gs_ag_clone(x, &r));
+  r->buf->pinned = true;
+  gsL_pushtensor(L, r);
+  return 1;
+}
+static int m_is_pinned(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  lua_pushboolean(L, x->buf->pinned);
+  return 1;
 }
 /* x:double(), x:float(), ...: the dtype is the upvalue */
 static int m_as_dtype(lua_State *L) {
@@ -326,6 +351,7 @@ void gsL_register_methods(lua_State *L) {
     {"permute", m_permute}, {"unsqueeze", m_unsqueeze}, {"squeeze", m_squeeze}, {"expand", m_expand},
     {"flatten", m_flatten}, {"narrow", m_narrow}, {"select", m_select}, {"chunk", m_chunk},
     {"split", m_split}, {"to", m_to}, {"cuda", m_cuda}, {"cpu", m_cpu}, {"type", m_type},
+    {"pin_memory", m_pin_memory}, {"is_pinned", m_is_pinned},
     {"item", m_item}, {"tolist", m_tolist}, {"data_ptr", m_data_ptr}, {NULL, NULL}};
   luaL_setfuncs(L, methods, 0);
   lua_pushboolean(L, 0);

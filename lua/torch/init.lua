@@ -33,6 +33,9 @@ for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg"
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
 
+-- torch.cuda.Stream, Event, stream scopes, the sync debug mode.
+require("torch.streams")
+
 -- torch.cuda.comm: collectives between the devices of this process.
 torch.cuda.comm = require("torch.cuda_comm")
 
