@@ -87,6 +87,7 @@ local GRAD = {
     gradcheck(function(a, b) return a:remainder(b) end, { off(4), off(4) })
     gradcheck(function(a) return a:remainder(0.7) end, { off(4) })
   end,
+  pin_memory = function() gradcheck(function(x) return x:pin_memory() end, { any(3) }) end,
   reshape = function() gradcheck(function(x) return x:reshape(3, 2) end, { any(2, 3) }) end,
   round = function() gradcheck(function(x) return x:round() end, { off(3) }) end,
   rsqrt = function() gradcheck(function(x) return x:rsqrt() end, { pos(3) }) end,
@@ -155,7 +156,7 @@ local FRESH = {
 
 local META = {
   allclose = true, equal = true, item = true, tolist = true, size = true, stride = true, dim = true, numel = true,
-  nelement = true, element_size = true, is_contiguous = true, is_floating_point = true, storage_offset = true,
+  nelement = true, element_size = true, is_contiguous = true, is_pinned = true, is_floating_point = true, storage_offset = true,
   data_ptr = true, get_device = true, backward = true, register_post_accumulate_grad_hook = true, detach = true, detach_ = true, requires_grad_ = true, cpu = true, cuda = true,
   -- metamethods that compute nothing differentiable
   __gc = true, __close = true, __tostring = true, __len = true, __newindex = true, __eq = true, __lt = true,

@@ -75,6 +75,10 @@ local OPS = {
   { "is_floating_point", function(d) return d.A:is_floating_point(), d.I:is_floating_point() end },
   { "storage_offset", function(d) return d.M1:narrow(1, 2, 1):storage_offset() end },
   { "data_ptr", function(d) return math.type(d.A:data_ptr()) end },
+  { "pin_memory", function(d)
+      local h = d.A:cpu():pin_memory()
+      return h:is_pinned(), d.A:cpu():is_pinned(), h:pin_memory():is_pinned(), h:to(d.A.device, { non_blocking = true })
+    end, covers = { "is_pinned" } },
 
   -- ---- indexing and assignment
   { "index x[i]", function(d) return d.A[2], d.A[-1], d.BA[2] end, covers = {} },

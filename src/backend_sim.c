@@ -382,7 +382,7 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
   }
   uint64_t seq;
   GS_TRY(gs_task_submit_on(t, ds, &seq));
-  if (from_host) return async ? GS_OK : gs_queue_wait_seq(dev, ds, seq, "a copy to the device");
+  if (from_host) return async ? GS_OK : gs_queue_wait_seq(dev, ds, seq, "a copy to the device", false);
   if (sdev != dev) { /* the source's later work after the copy */
     gs_event *e = gs_event_new(false);
     if (!e) return GS_ERR_OOM;
@@ -408,7 +408,7 @@ static gs_status sim_h2d(int i, void *dst, const void *src, size_t n) {
   int s = gs_queue_current(i);
   uint64_t seq;
   GS_TRY(gs_task_submit_on(t, s, &seq));
-  return gs_queue_wait_seq(i, s, seq, "a copy to the device");
+  return gs_queue_wait_seq(i, s, seq, "a copy to the device", false);
 }
 static gs_status sim_d2h(int i, void *dst, const void *src, size_t n) {
   GS_TRY(gs_queue_sync_device(i, "a copy to the host"));

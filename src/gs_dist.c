@@ -245,6 +245,7 @@ static gs_status check_op(const char *what, const gs_tensor *t, gs_dist_op op) {
 /* w works in place on t, or on a contiguous copy written back after. */
 static gs_status stage_inplace(gs_dist_work *w, gs_tensor *t) {
   if (gs_is_contiguous(t)) {
+    GS_TRY(gs_tensor_host_wait(t, NULL)); /* MPI reads and writes it on this thread */
     gs_tensor_retain(t);
     w->hold[0] = t;
     w->send = w->recv = gs_tensor_ptr(t);
@@ -252,6 +253,8 @@ static gs_status stage_inplace(gs_dist_work *w, gs_tensor *t) {
   }
   gs_tensor *c;
   GS_TRY(gs_clone(t, &c));
+  gs_status st = gs_tensor_host_wait(c, NULL);
+  if (st != GS_OK) { gs_tensor_release(c); return st; }
   gs_tensor_retain(t);
   w->copy_to = t;
   w->copy_from = c;
@@ -344,7 +347,10 @@ static gs_status two_tensor(gs_dist_work *w, gs_tensor *out, gs_tensor *in) {
   gs_tensor *ci = NULL, *co = NULL;
   GS_TRY(gs_contiguous(in, &ci));
   gs_status s = gs_is_contiguous(out) ? GS_OK : gs_clone(out, &co);
-  if (s != GS_OK) { gs_tensor_release(ci); return s; }
+  /* MPI reads and writes them on this thread: their queued work first */
+  if (s == GS_OK) s = gs_tensor_host_wait(ci, NULL);
+  if (s == GS_OK) s = gs_tensor_host_wait(co ? co : out, NULL);
+  if (s != GS_OK) { gs_tensor_release(ci); gs_tensor_release(co); return s; }
   w->hold[1] = ci;
   gs_tensor_retain(out);
   if (co) { w->copy_to = out; w->copy_from = co; }

@@ -97,8 +97,9 @@ int gs_queue_pool_stream(int dev);
  * reports a deferred device error of the device(s) waited on. */
 gs_status gs_buffer_host_wait(gs_buffer *b, const char *what);
 gs_status gs_queue_sync_stream(int dev, int stream, const char *what);
-/* waits until the stream completed seq (a task it queued) */
-gs_status gs_queue_wait_seq(int dev, int stream, uint64_t seq, const char *what);
+/* waits until the stream completed seq (a task it queued); report: take
+ * the device's deferred errors too (a copy from the host does not) */
+gs_status gs_queue_wait_seq(int dev, int stream, uint64_t seq, const char *what, bool report);
 gs_status gs_queue_sync_device(int dev, const char *what);
 gs_status gs_queue_sync_all(const char *what);
 bool gs_queue_stream_idle(int dev, int stream);

@@ -298,6 +298,10 @@ static int l_sim_configure(lua_State *L) {
   lua_gc(L, LUA_GCCOLLECT);
   lua_gc(L, LUA_GCCOLLECT); /* twice: finalizers of the first pass may free more */
   int old_n = gs_cuda_is_simulated() ? gs_cuda_device_count() : 0;
+  for (int i = 0; i < old_n; i++) { /* queued work done, blocks it held back freed */
+    const gs_backend *be = gs_device_backend((gs_device){GS_CUDA, i});
+    if (be->synchronize) (void)be->synchronize(i); /* an error left in the data dies with the devices */
+  }
   for (int i = 0; i < old_n; i++) {
     gs_mem_stats s;
     gs_device d = {GS_CUDA, i};
