@@ -137,6 +137,8 @@ static void *worker(void *arg) {
     if (s->waiters) pthread_cond_broadcast(&s->done);
   }
   pthread_mutex_unlock(&s->lock);
+  gs_workers_bind(NULL);
+  gs_workers_destroy(w);
   return NULL;
 }
 

@@ -154,6 +154,10 @@ function cuda.set_sync_debug_mode(m)
 end
 function cuda.get_sync_debug_mode() return S.get_sync_debug_mode() end
 
+-- GSHELL_SIM_CONTEXT_MS as the simulated devices use it (0: off), for the
+-- banner and smi().
+function cuda._sim_context_ms() return S.sim_context_ms() end
+
 S.set_warn(function(msg) io.stderr:write("[sync debug] ", msg, "\n") end)
 
 return {}
