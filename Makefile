@@ -3,6 +3,8 @@
 # packages are installed first (tools/install-deps.sh).
 #   make CUDA=0        CPU-only build even when nvcc is present
 #   make SANITIZE=1    AddressSanitizer + UBSan build in build-san/
+#   make TSAN=1        ThreadSanitizer build in build-tsan/ (`make test TSAN=1`
+#                      fails on any data race or lock-order report)
 #   make WERROR=1      warnings are errors (CI)
 #   make fuzz          builds and runs the safetensors fuzzer (fuzz/run.sh;
 #                      FUZZ_SECONDS=60 FUZZ_JOBS=1)
@@ -15,9 +17,13 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
 CUDA    ?= $(if $(NVCC),1,0)
 SANITIZE ?= 0
+TSAN    ?= 0
 WERROR  ?= 0
 
-BUILD   := $(if $(filter 1,$(SANITIZE)),build-san,build)
+ifeq ($(SANITIZE)$(TSAN),11)
+  $(error SANITIZE=1 and TSAN=1 cannot be combined: AddressSanitizer and ThreadSanitizer exclude each other)
+endif
+BUILD   := $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter 1,$(TSAN)),build-tsan,build))
 LUA_INC := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 
 # The flags the build needs; the user's CFLAGS come after them.
@@ -34,6 +40,16 @@ endif
 ifeq ($(SANITIZE),1)
   GS_CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   LDLIBS += -fsanitize=address,undefined
+  CUDA := 0
+endif
+# ThreadSanitizer. GCC defines __SANITIZE_THREAD__, which turns off the
+# target_clones in src/cpu_math.h (TSAN's runtime starts before the ifunc
+# resolvers it would need and crashes at start-up) and the header free
+# lists. No CUDA: the simulated devices are what run threads here.
+# tools/sanitizer_env.sh sets TSAN_OPTIONS for the specs.
+ifeq ($(TSAN),1)
+  GS_CFLAGS += -O1 -fsanitize=thread -fno-omit-frame-pointer
+  LDLIBS += -fsanitize=thread
   CUDA := 0
 endif
 
@@ -68,7 +84,7 @@ ifeq ($(CUDA),1)
 endif
 
 .PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build fuzz-api
-all: deps $(BUILD)/gshell $(BUILD)/torch.so
+all: deps $(BUILD)/gshell $(BUILD)/torch.so $(if $(filter 1,$(TSAN)),$(BUILD)/bin/lua5.4)
 
 deps:
 	@sh tools/install-deps.sh
@@ -103,7 +119,11 @@ $(BUILD)/gen/lua_shell_modules.c: $(SHELL_LUA) tools/embed_lua.sh | $(BUILD)/gen
 $(BUILD)/obj/lua_%_modules.o: $(BUILD)/gen/lua_%_modules.c $(FLAGS_STAMP) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/obj $(BUILD)/cu $(BUILD)/gen:
+# The TSAN spec run's lua5.4 (why: tools/tsan_lua.c).
+$(BUILD)/bin/lua5.4: tools/tsan_lua.c $(FLAGS_STAMP) | $(BUILD)/bin
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -llua5.4 $(LDLIBS)
+
+$(BUILD)/obj $(BUILD)/cu $(BUILD)/gen $(BUILD)/bin:
 	mkdir -p $@
 
 -include $(wildcard $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
@@ -125,7 +145,7 @@ fuzz-api:
 	@sh fuzz/api.sh build-san $(or $(SECONDS),60) $(SEED) $(CASE)
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-tsan build-fuzz
 
 # `make fuzz`: the safetensors loader under libFuzzer + ASan + UBSan (clang),
 # built in build-fuzz/ from the engine sources (no Lua bindings, no shell,

@@ -50,8 +50,9 @@ describe("make", function()
   end)
 
   it("adds CFLAGS given on the command line after its own flags", function()
-    -- (a clean environment: under `make test` the parent make passes its own variables down)
-    local out, code = run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -B CUDA=0 SANITIZE=0 " ..
+    -- (a clean environment: under `make test` the parent make passes its own
+    -- variables down, command-line ones such as TSAN=1 through the environment)
+    local out, code = run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -B CUDA=0 SANITIZE=0 TSAN=0 " ..
       "CFLAGS=-DGS_SPEC_EXTRA build/obj/gs_error.o")
     assert.are.equal(0, code, out)
     local line = out:match("[^\n]*src/gs_error%.c[^\n]*")

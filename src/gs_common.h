@@ -25,9 +25,11 @@ const char *gs_last_error(void);
  * An op that writes into a tensor the caller holds (the gs_ag_*_ in-place
  * ops) raises gs_interrupt_hold for its duration: it runs to the end, so a
  * failed call still leaves the caller's tensors unchanged, and the shell's
- * hook raises right after it. */
-extern volatile int gs_interrupted;
+ * hook raises right after it.
+ * The flag is atomic: pool workers read it while the main thread (or the
+ * torch._interrupt_in test thread) sets and clears it. */
 #ifndef __cplusplus /* the CUDA kernels (C++) read this header but never poll */
+extern _Atomic int gs_interrupted;
 extern _Thread_local int gs_interrupt_hold;
 /* Whether a loop started on this thread now may stop early. */
 static inline bool gs_interruptible(void) { return gs_interrupt_hold == 0; }

@@ -4,7 +4,7 @@
 #include "gs_common.h"
 
 static _Thread_local char last_error[1024];
-volatile int gs_interrupted = 0;
+_Atomic int gs_interrupted = 0;
 _Thread_local int gs_interrupt_hold = 0;
 
 gs_status gs_interrupted_error(void) {

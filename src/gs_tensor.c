@@ -20,8 +20,9 @@ static void format_bytes(double b, char *buf, size_t n) {
 /* Tensor and buffer headers come from per-thread free lists: a tiny op
  * makes one of each, and malloc was a third of its cost. Under
  * AddressSanitizer they go straight to malloc/free, so a header used
- * after its release is reported instead of silently reused. */
-#if defined(__SANITIZE_ADDRESS__)
+ * after its release is reported instead of silently reused; under
+ * ThreadSanitizer too, so a header's reuse is seen as a free and a malloc. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define GS_HEADER_POOL 0
 #else
 #define GS_HEADER_POOL 1

@@ -68,7 +68,7 @@ static int drain(lua_State *L) {
 /* Installs the pool once per state (a state that already has it is left
  * alone). */
 void gsL_install_allocator(lua_State *L) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   /* the sanitizer must see every free: a pooled block hides use after free */
   (void)pooled_alloc;
   return;

@@ -4,6 +4,7 @@
  * written to stdout, C stdio and child processes included). Also a package
  * searcher for the Lua modules embedded in the binary. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,16 @@ const char *gsR_progname = "gshell";
  * safe to call from one: the handler arms a hook that raises the error at
  * the next Lua instruction, and sets gs_interrupted for long C loops. A
  * second Ctrl-C before the first one was delivered (code stuck in C that
- * does not poll) kills the process, the only way out left. */
+ * does not poll) kills the process, the only way out left.
+ *
+ * An interrupt escapes pcall: the hook stays armed after it raised (or
+ * after C code that polled gs_interrupted raised it) and raises again at
+ * the next instruction of any Lua function, so a loop whose body is
+ * wrapped in pcall stops too. It stops raising when the error reaches the
+ * shell's top level: the C call of gsR_docall, or a Lua function marked
+ * with gshell.core.top_level (Session.call, which runs every cell) once
+ * control is back in it. Message handlers are never interrupted, and
+ * library code only by the first raise (see interrupt_hook). */
 
 static lua_State *running_L;           /* the state running code, for the handler */
 static volatile sig_atomic_t pending;  /* a Ctrl-C not yet turned into an error */
@@ -33,33 +43,81 @@ static volatile sig_atomic_t pending;  /* a Ctrl-C not yet turned into an error 
 /* Handlers that must not be interrupted themselves: the message handlers
  * run while an error (often the interruption) is being reported. */
 static const char *const MSGH_KEY = "gshell.msgh";
+/* Functions where an escaping interrupt stops (gshell.core.top_level). */
+static const char *const TOP_KEY = "gshell.top_level";
 
-static int is_msgh_running(lua_State *L) {
+static int msgh(lua_State *L);
+
+/* Whether a function marked in the registry table `key` is running at
+ * stack level `level`, or (level < 0) at any level; `also` (a C function
+ * or NULL) counts as marked. */
+static int marked_running(lua_State *L, const char *key, int level, lua_CFunction also) {
   lua_Debug ar;
   int found = 0;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, MSGH_KEY) != LUA_TTABLE) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TTABLE) {
     lua_pop(L, 1);
-    return 0;
+    lua_newtable(L);
   }
-  for (int level = 0; !found && lua_getstack(L, level, &ar); level++) {
+  for (int lv = level < 0 ? 0 : level; !found && lua_getstack(L, lv, &ar); lv++) {
     lua_getinfo(L, "f", &ar);
-    found = lua_rawget(L, -2) != LUA_TNIL;  /* msgh table[fn] */
+    found = also && lua_tocfunction(L, -1) == also;
+    found = found || lua_rawget(L, -2) != LUA_TNIL;  /* key table[fn] */
     lua_pop(L, 1);
+    if (level >= 0) break;
   }
   lua_pop(L, 1);
   return found;
 }
 
+/* The hook a state runs with while no interrupt is escaping: none,
+ * except under ThreadSanitizer, which runs a signal handler only when the
+ * thread next enters one of its interceptors. Lua code (liblua is not
+ * instrumented) may never enter one, so there a count hook locks a mutex
+ * every 1000 instructions, and Ctrl-C still reaches a pure Lua loop. */
+#if defined(__SANITIZE_THREAD__)
+static void signal_point(lua_State *L, lua_Debug *ar) {
+  static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  (void)L; (void)ar;
+  pthread_mutex_lock(&m);
+  pthread_mutex_unlock(&m);
+}
+static void idle_hook(lua_State *L) { lua_sethook(L, signal_point, LUA_MASKCOUNT, 1000); }
+#else
+static void idle_hook(lua_State *L) { lua_sethook(L, NULL, 0, 0); }
+#endif
+
+/* Whether the function running at the hook's level is one of the embedded
+ * modules' (chunk names "@lua/torch/...", "@lua/gshell/..."). */
+static int in_module(lua_State *L, lua_Debug *ar, const char *prefix) {
+  return lua_getinfo(L, "S", ar) && strncmp(ar->source, prefix, strlen(prefix)) == 0;
+}
+
 static void interrupt_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
-  lua_sethook(L, NULL, 0, 0);
-  pending = 0;
-  /* Already delivered by C code that polled gs_interrupted and consumed
-   * it, or an error is being reported right now: do not raise a second one. */
-  if (!gs_interrupted || is_msgh_running(L)) {
-    gs_interrupted = 0;
+  /* Raise only before an instruction of a Lua function: a call or return
+   * event may be a C function's (pcall's own return among them). */
+  if (ar->event != LUA_HOOKCOUNT && ar->event != LUA_HOOKLINE) return;
+  /* An error is being reported right now (by a session's handler or
+   * gsR_docall's): it is on its way out already. */
+  if (marked_running(L, MSGH_KEY, -1, msgh)) return;
+  if (marked_running(L, TOP_KEY, 0, NULL)) {
+    /* Back in the top level: the interrupt was taken once it was raised
+     * (gs_interrupted consumed); before that, the cell's first instruction
+     * raises it. */
+    if (!gs_interrupted) {
+      pending = 0;
+      idle_hook(L);
+    }
     return;
   }
+  /* torch's Lua library is never interrupted in the middle: its state
+   * changes and their undoing (torch.with_device setting the default device
+   * and restoring it after a pcall) stay whole. The error is raised at the
+   * next instruction of the user's code (a second Ctrl-C meanwhile quits,
+   * as `pending` stays set). The shell's own code is interrupted once, then
+   * runs on as the library does. */
+  if (in_module(L, ar, "@lua/torch/")) return;
+  if (!gs_interrupted && in_module(L, ar, "@lua/gshell/")) return;
+  pending = 0;
   gs_interrupted = 0;
   luaL_error(L, "interrupted!");
 }
@@ -121,6 +179,7 @@ int gsR_docall(lua_State *L, int narg, int nres) {
   running_L = L;
   pending = 0;
   gs_interrupted = 0;
+  idle_hook(L);
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
@@ -211,14 +270,19 @@ static int core_capture_end(lua_State *L) {
   return 1;
 }
 
-/* Marks a function as a message handler that Ctrl-C must not interrupt. */
-static int core_protect_handler(lua_State *L) {
+/* Adds the function at index 1 to the registry table `key` (weak keys:
+ * a session's handler goes when the session does). */
+static int mark_function(lua_State *L, const char *key) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  if (lua_getfield(L, LUA_REGISTRYINDEX, MSGH_KEY) != LUA_TTABLE) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
     lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, MSGH_KEY);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
   }
   lua_pushvalue(L, 1);
   lua_pushboolean(L, 1);
@@ -227,12 +291,20 @@ static int core_protect_handler(lua_State *L) {
   return 0;
 }
 
+/* Marks a function as a message handler that Ctrl-C must not interrupt. */
+static int core_protect_handler(lua_State *L) { return mark_function(L, MSGH_KEY); }
+
+/* Marks a function as the shell's top level: an interrupt escaping every
+ * pcall stops raising once control is back in it. */
+static int core_top_level(lua_State *L) { return mark_function(L, TOP_KEY); }
+
 static const luaL_Reg core_funcs[] = {
   {"clock", core_clock},
   {"isatty", core_isatty},
   {"capture_begin", core_capture_begin},
   {"capture_end", core_capture_end},
   {"protect_handler", core_protect_handler},
+  {"top_level", core_top_level},
   {NULL, NULL},
 };
 

@@ -459,6 +459,8 @@ function Session:call(fn, ...)
   if not r[1] then return false, r[2] end
   return true, table.pack(table.unpack(r, 2, r.n))
 end
+-- Ctrl-C escapes every pcall inside a cell and stops here (src/repl_core.c).
+core.top_level(Session.call)
 
 -- Text for a results pack, or nil when there is nothing to show. Updates
 -- `_` with the first value.
