@@ -386,5 +386,43 @@ describe("devices", function()
         "GSHELL_SIM_GPUS=0")
       assert.matches("^%d+\tfalse\n$", out)
     end)
+
+    it("sizes take K, M, G, T (KiB..TiB), an optional B or iB and a fraction; empty means unset", function()
+      local code = [[print(require("torch").cuda.get_device_properties(0).total_memory)]]
+      for v, bytes in pairs({ ["512"] = 512, ["256M"] = 256 * 2 ^ 20, ["4GiB"] = 4 * 2 ^ 30, ["16GB"] = 16 * 2 ^ 30,
+                              ["1.5g"] = 1.5 * 2 ^ 30, ["2T"] = 2 * 2 ^ 40, [""] = 16 * 2 ^ 30 }) do
+        assert.are.equal(string.format("%d\n", bytes), run_lua(code, "GSHELL_SIM_GPUS=1 GSHELL_SIM_MEM='" .. v .. "'"), v)
+      end
+    end)
+
+    -- (issue 14) the environment is checked as --sim-gpus is, with a clear error
+    it("rejects what --sim-gpus rejects: junk, signs, blanks, more than 64, unknown suffixes, nan, inf, 0", function()
+      local gshell = (os.getenv("GSHELL_BUILD") or "build") .. "/gshell"
+      local function both(env)
+        local out = run_lua([[require("torch"); print("loaded")]], env)
+        local p = io.popen(env .. " " .. gshell .. " -e 'print(\"ran\")' 2>&1; echo \"exit=$?\"")
+        local sh = p:read("a")
+        p:close()
+        return out, sh
+      end
+      for _, v in ipairs({ "abc", "-1", "+2", " 2", "2x", "65", "1e1", "0x2" }) do
+        local out, sh = both("GSHELL_SIM_GPUS='" .. v .. "'")
+        local want = "GSHELL_SIM_GPUS wants a number of devices from 0 to 64, not '" .. v .. "'"
+        assert.truthy(out:find(want, 1, true), out)
+        assert.is_nil(out:find("loaded", 1, true), out)
+        assert.are.equal("gshell: " .. want .. "\nexit=1\n", sh)
+      end
+      for _, v in ipairs({ "12Q", "nan", "inf", "-1G", "0", "0x10", "1e3", "G", "1.2.3M", "16 G", "4GiBs", "99999999T" }) do
+        local out, sh = both("GSHELL_SIM_GPUS=1 GSHELL_SIM_MEM='" .. v .. "'")
+        local want = "GSHELL_SIM_MEM wants a size in bytes above 0, optionally followed by K, M, G or T " ..
+          "(KiB to TiB), such as 512M or 16G, not '" .. v .. "'"
+        assert.truthy(out:find(want, 1, true), out)
+        assert.is_nil(out:find("loaded", 1, true), out)
+        assert.are.equal("gshell: " .. want .. "\nexit=1\n", sh)
+      end
+      local p = io.popen(gshell .. " --sim-gpus=-3 -e 1 2>&1")
+      assert.matches("^gshell: %-%-sim%-gpus wants a number of devices from 0 to 64, not '%-3'\n", p:read("a"))
+      p:close()
+    end)
   end)
 end)

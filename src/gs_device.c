@@ -24,6 +24,51 @@ void gs_devices_init(int sim_gpus, size_t sim_mem) {
   current_cuda = 0;
 }
 
+gs_status gs_parse_sim_gpus(const char *what, const char *s, int *out) {
+  char *end;
+  long n = strtol(s, &end, 10);
+  /* strtol skips leading blanks and takes a sign: neither is a count */
+  if (*s < '0' || *s > '9' || *end != '\0' || n > 64)
+    return gs_error("%s wants a number of devices from 0 to 64, not '%s'", what, s);
+  *out = (int)n;
+  return GS_OK;
+}
+
+gs_status gs_parse_mem_size(const char *what, const char *s, size_t *out) {
+  const char *p = s;
+  /* digits with at most one '.', and at least one digit (no sign, no
+   * blanks, no hex, inf or nan, which strtod would take) */
+  int digits = 0, dots = 0;
+  for (; (*p >= '0' && *p <= '9') || *p == '.'; p++) {
+    if (*p == '.') dots++;
+    else digits++;
+  }
+  double v = digits > 0 && dots <= 1 ? strtod(s, NULL) : -1;
+  double mul = 1;
+  const char *units = "KMGT";
+  const char *u = *p ? strchr(units, *p >= 'a' ? *p - 'a' + 'A' : *p) : NULL;
+  if (u && *p) {
+    for (const char *k = units; k <= u; k++) mul *= 1024.0;
+    p++;
+    if (*p == 'i') p++;
+  }
+  if (*p == 'B' || *p == 'b') p++;
+  if (v <= 0 || *p != '\0' || v * mul >= 18446744073709551616.0 /* 2^64 */ || (size_t)(v * mul) == 0)
+    return gs_error("%s wants a size in bytes above 0, optionally followed by K, M, G or T "
+                    "(KiB to TiB), such as 512M or 16G, not '%s'", what, s);
+  *out = (size_t)(v * mul);
+  return GS_OK;
+}
+
+gs_status gs_sim_env(int *gpus, size_t *mem) {
+  const char *n = getenv("GSHELL_SIM_GPUS"), *m = getenv("GSHELL_SIM_MEM");
+  *gpus = 0;
+  *mem = 0;
+  if (n && *n) GS_TRY(gs_parse_sim_gpus("GSHELL_SIM_GPUS", n, gpus));
+  if (m && *m) GS_TRY(gs_parse_mem_size("GSHELL_SIM_MEM", m, mem));
+  return GS_OK;
+}
+
 bool gs_cuda_is_simulated(void) { return sim_count > 0; }
 size_t gs_devices_sim_mem(void) { return sim_cap; }
 void gs_devices_set_sim_staged(bool on) { sim_staged = on; }

@@ -19,6 +19,16 @@ struct gs_backend;
  * ones); sim_mem is each one's cap in bytes, 0 for none. Called once at
  * start; nothing touches a real GPU until it is used. */
 void gs_devices_init(int sim_gpus, size_t sim_mem);
+/* The simulated devices the environment asks for, checked as --sim-gpus
+ * checks its value: GSHELL_SIM_GPUS is 0 to 64 devices, GSHELL_SIM_MEM a
+ * positive size in bytes with an optional K, M, G or T (KiB..TiB, "B" or
+ * "iB" may follow: 512M, 4GiB, 1.5T). Unset or empty: 0 (none, no cap).
+ * Anything else is an error naming the variable, the value and what was
+ * expected. */
+gs_status gs_sim_env(int *gpus, size_t *mem);
+/* The two checks on their own; `what` names the value in the message. */
+gs_status gs_parse_sim_gpus(const char *what, const char *s, int *out);
+gs_status gs_parse_mem_size(const char *what, const char *s, size_t *out);
 int gs_cuda_device_count(void);
 /* Bytes in live tensors on every CUDA device, real or simulated (what
  * memory_allocated() adds up to), for pacing the Lua collector. */

@@ -47,25 +47,13 @@ static void install_searcher(lua_State *L) {
   lua_pop(L, 2);
 }
 
-static size_t parse_mem(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  while (*end == ' ') end++;
-  double mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024.0;
-  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024;
-  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024;
-  else if (*end == 'T' || *end == 't') mul = 1024.0 * 1024 * 1024 * 1024;
-  return v > 0 ? (size_t)(v * mul) : 0;
-}
-
 int luaopen_torch(lua_State *L) {
   static bool devices_ready = false;
   if (!devices_ready) {
-    const char *n = getenv("GSHELL_SIM_GPUS"), *mem = getenv("GSHELL_SIM_MEM");
-    int sims = n ? atoi(n) : 0;
-    if (sims < 0 || sims > 64) sims = 0;
-    gs_devices_init(sims, mem ? parse_mem(mem) : 0);
+    int sims;
+    size_t mem;
+    if (gs_sim_env(&sims, &mem) != GS_OK) return luaL_error(L, "torch: %s", gs_last_error());
+    gs_devices_init(sims, mem);
     devices_ready = true;
   }
   lua_State *main_L;

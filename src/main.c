@@ -15,6 +15,7 @@
 #include <lualib.h>
 
 #include "gs_common.h"
+#include "gs_device.h"
 #include "gs_dist.h"
 #include "lua_gs.h"
 #include "repl.h"
@@ -263,14 +264,20 @@ int main(int argc, char **argv) {
     printf("gshell %s (%s)\n", GS_VERSION, LUA_RELEASE);
     return 0;
   }
+  int sim_n;
+  size_t sim_mem;
   if (o.sim_gpus) {
-    char *end;
-    long n = strtol(o.sim_gpus, &end, 10);
-    if (*o.sim_gpus == '\0' || *end != '\0' || n < 0 || n > 64) {
-      usage_error("--sim-gpus wants a number of devices from 0 to 64, not", o.sim_gpus);
+    if (gs_parse_sim_gpus("--sim-gpus", o.sim_gpus, &sim_n) != GS_OK) {
+      usage_error(gs_last_error(), NULL);
       return 1;
     }
     setenv("GSHELL_SIM_GPUS", o.sim_gpus, 1);
+  }
+  /* the environment's simulated devices, checked by the same rules before
+   * anything runs (torch reads them when it loads) */
+  if (gs_sim_env(&sim_n, &sim_mem) != GS_OK) {
+    fprintf(stderr, "%s: %s\n", gsR_progname, gs_last_error());
+    return 1;
   }
   if (o.md && !o.notebook) { usage_error("--md goes with --notebook", NULL); return 1; }
   if (o.update && !o.check) { usage_error("--update goes with --check", NULL); return 1; }
