@@ -38,13 +38,17 @@ describe("options tables of the Lua library are checked (fuzz seed 1, cases 8, 1
     errors(function() torch.optim.Adam(params, true) end, {"Adam", "options table", "boolean"})
     local ds = torch.utils.data.TensorDataset(torch.zeros(4, 2), torch.zeros(4))
     errors(function() torch.utils.data.DataLoader(ds, "shuffle") end, {"DataLoader", "options table", "string"})
-    errors(function() nn.DataParallel(nn.Linear(2, 2), 1) end, {"nn.DataParallel", "options table", "number"})
+    errors(function() nn.DataParallel(nn.Linear(2, 2), 1) end, {"nn.DataParallel", "options table", "the number 1"})
   end)
 
   it("torch.try_gpu takes a GPU ordinal", function()
-    errors(function() torch.try_gpu(torch.zeros(2)) end, {"try_gpu", "GPU ordinal", "userdata"})
-    errors(function() torch.try_gpu(-1) end, {"try_gpu", "-1"})
-    errors(function() torch.try_gpu(0.5) end, {"try_gpu", "0.5"})
+    -- (issue 14) the message names what it got: a tensor, not "userdata"
+    errors(function() torch.try_gpu(torch.zeros(2)) end,
+      "torch.try_gpu(i): expected a GPU ordinal, an integer >= 0 such as 0 or 1, " ..
+      "got a tensor (torch.FloatTensor of size 2) (a tensor's device is x.device)")
+    errors(function() torch.try_gpu(-1) end, {"try_gpu", "got the number -1"})
+    errors(function() torch.try_gpu(0.5) end, {"try_gpu", "got the number 0.5"})
+    errors(function() torch.try_gpu("cuda:0") end, {"try_gpu", 'got the string "cuda:0"'})
     assert.are.equal("cpu", torch.try_gpu(63).type)
   end)
 end)

@@ -91,6 +91,31 @@ describe("nn.DataParallel", function()
     assert.are.equal("cuda:2", log[2][3])
   end)
 
+  it("takes the devices as a plain list too, PyTorch's positional device_ids", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local log = {}
+    local model = nn.DataParallel(Model(5, 2, log), { 2, 1, output_device = 1 }):to("cuda:2")
+    assert.are.same({ 2, 1 }, model.device_ids)
+    local out = model(torch.randn(30, 5))
+    assert.are.equal(torch.device("cuda:1"), out.device)
+    assert.are.same({ "cuda:2", "cuda:1" }, { log[1][3], log[2][3] })
+    H.errors(function() nn.DataParallel(Model(5, 2), { 0, device_ids = { 1 } }) end,
+      "nn.DataParallel: devices given twice, as a list and as device_ids")
+  end)
+
+  -- (issue 14) no internal messages: each says what was expected and what it got
+  it("a second argument that is not a table, or devices that are not devices, say what was expected", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    H.errors(function() nn.DataParallel(Model(5, 2), 1) end,
+      "nn.DataParallel(module[, options]): expected an options table such as {device_ids = {0, 1}} " ..
+      "(or a list of devices, {0, 1}) as the second argument, got the number 1")
+    H.errors(function() nn.DataParallel(Model(5, 2), "cuda:0") end, 'got the string "cuda:0"')
+    H.errors(function() nn.DataParallel(Model(5, 2), { device_ids = 1 }) end,
+      "nn.DataParallel: device_ids must be a list of devices such as {0, 1}, got the number 1")
+    H.errors(function() nn.DataParallel(Model(5, 2), { torch.ones(1) }) end,
+      "nn.DataParallel: device_ids[1] must be a CUDA ordinal or device, got a tensor (torch.FloatTensor of size 1)")
+  end)
+
   it("refuses a module that is not on device_ids[1], as PyTorch does", function()
     if not gpus(3) then return pending("needs 3 CUDA devices") end
     local model = nn.DataParallel(Model(5, 2))

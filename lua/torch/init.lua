@@ -14,7 +14,9 @@ end
 function torch.try_gpu(i)
   i = i or 0
   if math.type(i) ~= "integer" or i < 0 then
-    error("torch.try_gpu: expected a GPU ordinal (an integer >= 0), got " .. (math.type(i) and tostring(i) or type(i)), 2)
+    local hint = torch.is_tensor(i) and " (a tensor's device is x.device)" or ""
+    error("torch.try_gpu(i): expected a GPU ordinal, an integer >= 0 such as 0 or 1, got "
+          .. require("torch.utils.errors").describe(i) .. hint, 2)
   end
   if torch.cuda.device_count() >= i + 1 then return torch.device("cuda", i) end
   return torch.device("cpu")

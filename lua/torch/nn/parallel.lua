@@ -13,6 +13,7 @@ local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
 local options = require("torch.utils.errors").options
+local errors = require("torch.utils.errors")
 local base = require("torch.nn.module")
 
 local Module, OMap = base.Module, base.OMap
@@ -36,7 +37,7 @@ local function ordinal(d, what)
     end
     return dev.index or torch.cuda.current_device()
   end
-  fail(string.format("nn.DataParallel: %s must be a CUDA ordinal or device, got %s", what, type(d)))
+  fail(string.format("nn.DataParallel: %s must be a CUDA ordinal or device, got %s", what, errors.describe(d)))
 end
 
 -- ------------------------------------------------------ scatter / gather
@@ -161,7 +162,23 @@ function DataParallel:init(module, opts)
   if not base.is_module(module) then
     fail("nn.DataParallel: expected a module to wrap, got " .. type(module))
   end
+  if opts ~= nil and type(opts) ~= "table" then
+    fail("nn.DataParallel(module[, options]): expected an options table such as {device_ids = {0, 1}} "
+         .. "(or a list of devices, {0, 1}) as the second argument, got " .. errors.describe(opts))
+  end
   opts = options(opts, "nn.DataParallel")
+  -- a list is PyTorch's positional device_ids: nn.DataParallel(m, {0, 1})
+  if getmetatable(opts) == nil and rawget(opts, 1) ~= nil then
+    if opts.device_ids ~= nil then
+      fail("nn.DataParallel: devices given twice, as a list and as device_ids")
+    end
+    local ids = {}
+    for i, d in ipairs(opts) do ids[i] = d end
+    local rest = {}
+    for k, v in pairs(opts) do if math.type(k) ~= "integer" then rest[k] = v end end
+    rest.device_ids = ids
+    opts = rest
+  end
   check_options(opts, "nn.DataParallel", { "device_ids", "output_device", "dim" })
   self.module = module
   self.dim = opts.dim or 1
@@ -171,7 +188,7 @@ function DataParallel:init(module, opts)
   if n > 0 then
     if opts.device_ids then
       if type(opts.device_ids) ~= "table" then
-        fail("nn.DataParallel: device_ids must be a list of devices, got " .. type(opts.device_ids))
+        fail("nn.DataParallel: device_ids must be a list of devices such as {0, 1}, got " .. errors.describe(opts.device_ids))
       end
       for i, d in ipairs(opts.device_ids) do ids[i] = ordinal(d, "device_ids[" .. i .. "]") end
     else

@@ -37,6 +37,25 @@ function E.check_tensor(v, what, who)
   end
 end
 
+-- describe(v): a value as an error message names it: "a tensor
+-- (torch.FloatTensor of size 2x3)", "the number 1", "the string 'cuda'",
+-- "a torch.device (cuda:1)", "a table", "nil".
+function E.describe(v)
+  local torch = require("torch")
+  if torch.is_tensor(v) then
+    local dims = {}
+    for i = 1, v:dim() do dims[i] = tostring(v:size(i)) end
+    return ("a tensor (%s of size %s)"):format(v:type(), #dims > 0 and table.concat(dims, "x") or "[] (a scalar)")
+  end
+  if type(v) == "number" then return "the number " .. tostring(v) end
+  if type(v) == "string" then return ("the string %q"):format(v) end
+  if v == nil then return "nil" end
+  local mt = getmetatable(v)
+  local name = type(mt) == "table" and rawget(mt, "__name")
+  if type(name) == "string" then return ("a %s (%s)"):format(name, tostring(v)) end
+  return "a " .. type(v)
+end
+
 -- options(opts, who): a trailing options table, {} when absent; anything
 -- else is an error naming the function (who) at the user's line.
 function E.options(opts, who)
