@@ -239,6 +239,53 @@ describe("conversion methods", function()
     assert.are.equal("torch.ByteTensor", x:byte():type())
     assert.are.equal("float64", H.dtype(x:type(torch.float64)))
   end)
+  -- (issue 14) PyTorch's tensor-type strings convert as its dtypes do
+  it(":type('torch.DoubleTensor') and the other tensor-type names convert, keeping the values", function()
+    local v = torch.tensor({-2.5, 0, 1.5, 3})
+    local want = {
+      ["torch.FloatTensor"] = { "float32", { -2.5, 0.0, 1.5, 3.0 } },
+      ["torch.DoubleTensor"] = { "float64", { -2.5, 0.0, 1.5, 3.0 } },
+      ["torch.HalfTensor"] = { "float16", { -2.5, 0.0, 1.5, 3.0 } },
+      ["torch.LongTensor"] = { "int64", { -2, 0, 1, 3 } },
+      ["torch.IntTensor"] = { "int32", { -2, 0, 1, 3 } },
+      ["torch.ByteTensor"] = { "uint8", { 254, 0, 1, 3 } },
+      ["torch.BoolTensor"] = { "bool", { true, false, true, true } },
+    }
+    for name, w in pairs(want) do
+      local r = v:type(name)
+      assert.are.equal(w[1], H.dtype(r), name)
+      assert.are.equal(name, r:type())
+      assert.are.equal("cpu", r.device.type)
+      H.assert_list_equal(r:tolist(), w[2])
+    end
+    assert.is_true(rawequal(v, v:type("torch.FloatTensor"))) -- already that type: the tensor itself, as PyTorch
+    assert.are.equal("float64", H.dtype(v:type("torch.float64"))) -- dtype names still work
+    H.errors(function() return v:type("torch.FooTensor") end,
+      "type(): unknown tensor type 'torch.FooTensor': expected a dtype (torch.float64) or a tensor type such as torch.FloatTensor")
+  end)
+  it(":type('torch.cuda.*') moves to a GPU (the tensor's own, else the current one); the plain names to the cpu", function()
+    if not H.gpus(2) then return pending("needs 2 CUDA devices") end
+    local v = torch.tensor({1.5, 2.5})
+    local c = v:type("torch.cuda.DoubleTensor")
+    assert.are.equal("torch.cuda.DoubleTensor", c:type())
+    assert.are.equal(torch.device("cuda:0"), c.device)
+    H.assert_list_equal(c:tolist(), {1.5, 2.5})
+    local on1 = v:to("cuda:1"):type("torch.cuda.LongTensor")
+    assert.are.equal(torch.device("cuda:1"), on1.device)
+    assert.are.equal("int64", H.dtype(on1))
+    local back = on1:type("torch.FloatTensor")
+    assert.are.equal("cpu", back.device.type)
+    H.assert_list_equal(back:tolist(), {1.0, 2.0})
+    torch.cuda.set_device(1)
+    assert.are.equal(torch.device("cuda:1"), v:type("torch.cuda.BoolTensor").device)
+    torch.cuda.set_device(0)
+    -- gradients flow through the conversion, as through :to
+    local w = torch.tensor({1.0, 2.0}, {requires_grad = true})
+    w:type("torch.cuda.DoubleTensor"):mul(3):sum():backward()
+    H.assert_list_equal(w.grad:tolist(), {3.0, 3.0})
+    c, on1 = nil, nil
+    H.release_gpus()
+  end)
   it("converting a non-contiguous view converts the viewed elements", function()
     local m = torch.tensor({{1.5, 2.5}, {3.5, 4.5}})
     H.assert_list_equal(m:t():long():tolist(), {{1, 3}, {2, 4}})

@@ -286,16 +286,54 @@ static int m_as_dtype(lua_State *L) {
   gsL_check(L, gs_ag_to(x, gs_tensor_device(x), (gs_dtype)lua_tointeger(L, lua_upvalueindex(1)), &r));
   return push_result(L, x, r);
 }
+/* PyTorch's tensor-type names, by dtype ("torch.FloatTensor", and
+ * "torch.cuda.FloatTensor" on a GPU) */
+static const char *const type_names[GS_NDTYPES] = {"FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+                                                   "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+                                                   "ByteTensor", "BoolTensor"};
+
+/* "torch.DoubleTensor" -> float64 on the cpu; "torch.cuda.DoubleTensor"
+ * -> float64 on a CUDA device (the tensor's own when it is on one, else
+ * the current device, as PyTorch). False when s is not of that form. */
+static bool parse_type_name(const char *s, gs_device here, gs_dtype *dt, gs_device *dev) {
+  if (strncmp(s, "torch.", 6) != 0) return false;
+  s += 6;
+  bool cuda = strncmp(s, "cuda.", 5) == 0;
+  if (cuda) s += 5;
+  for (int i = 0; i < GS_NDTYPES; i++) {
+    if (strcmp(s, type_names[i]) != 0) continue;
+    *dt = (gs_dtype)i;
+    if (!cuda) *dev = gs_cpu();
+    else if (here.type == GS_CUDA) *dev = here;
+    else { dev->type = GS_CUDA; dev->index = -1; }
+    return true;
+  }
+  return false;
+}
+
+/* x:type() is the tensor-type name; x:type(dtype) or x:type("torch.DoubleTensor")
+ * converts (the torch.cuda.* names move to a GPU, the others to the cpu). */
 static int m_type(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
+  gs_device dev = gs_tensor_device(x);
   if (lua_isnoneornil(L, 2)) {
-    static const char *names[GS_NDTYPES] = {"FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
-                                           "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"};
-    lua_pushfstring(L, "torch.%s%s", gs_tensor_device(x).type == GS_CUDA ? "cuda." : "", names[x->dtype]);
+    lua_pushfstring(L, "torch.%s%s", dev.type == GS_CUDA ? "cuda." : "", type_names[x->dtype]);
     return 1;
   }
+  gs_dtype dt;
+  if (gsL_testdtype(L, 2, &dt)) {
+    /* a dtype, or its name ("float64", "torch.float64") */
+  } else if (lua_type(L, 2) == LUA_TSTRING && strncmp(lua_tostring(L, 2), "torch.", 6) == 0) {
+    if (!parse_type_name(lua_tostring(L, 2), dev, &dt, &dev))
+      return luaL_error(L, "type(): unknown tensor type '%s': expected a dtype (torch.float64) or a tensor type "
+                        "such as torch.FloatTensor, torch.DoubleTensor, torch.LongTensor, torch.IntTensor, "
+                        "torch.BoolTensor, torch.HalfTensor, torch.ByteTensor, or torch.cuda.FloatTensor "
+                        "and the other torch.cuda. forms", lua_tostring(L, 2));
+  } else {
+    dt = gsL_checkdtype(L, 2);
+  }
   gs_tensor *r;
-  gsL_check(L, gs_ag_to(x, gs_tensor_device(x), gsL_checkdtype(L, 2), &r));
+  gsL_check(L, gs_ag_to(x, dev, dt, &r));
   return push_result(L, x, r);
 }
 
