@@ -249,3 +249,57 @@ describe("in-place writes whose input overlaps the output", function()
     assert.are.same({ 2.0, 4.0, 6.0 }, w:tolist())
   end)
 end)
+
+-- (issue 14) the host allocator keeps freed blocks for reuse, up to a cap,
+-- and gives them back: torch._host_memory() is (bytes in use, bytes cached).
+describe("the host allocator's cache", function()
+  local BLOCK = 4 << 20 -- a 1M-element float32 tensor: one 4 MiB size class
+  local function free_blocks(n)
+    local xs = {}
+    for i = 1, n do xs[i] = torch.empty(BLOCK // 4) end
+    xs = nil
+    full_gc()
+  end
+  local saved
+  before_each(function() saved = torch._host_cache_limit() end)
+  after_each(function() torch._host_cache_limit(saved) end)
+
+  it("keeps freed blocks only up to its cap; the rest goes back at once", function()
+    torch._host_cache_limit(8 << 20)
+    free_blocks(6)
+    local _, cached = torch._host_memory()
+    assert.is_true(cached <= 8 << 20, "cached " .. cached)
+    assert.is_true(cached >= BLOCK, "cached " .. cached) -- it does cache below the cap
+  end)
+
+  it("lowering the cap frees what is above it now; the default is 4 GiB at most", function()
+    torch._host_cache_limit(64 << 20)
+    free_blocks(6)
+    local _, before = torch._host_memory()
+    assert.is_true(before >= 6 * BLOCK, "cached " .. before)
+    local old = torch._host_cache_limit(BLOCK)
+    assert.are.equal(64 << 20, old)
+    local _, after = torch._host_memory()
+    assert.is_true(after <= BLOCK, "cached " .. after)
+    torch._host_cache_limit(0)
+    local default = torch._host_cache_limit(0)
+    assert.is_true(default > 0 and default <= 4 << 30, "default " .. default)
+    H.errors(function() torch._host_cache_limit(-1) end, "expected a number of bytes >= 0, got -1")
+  end)
+
+  it("torch.cuda.empty_cache() on simulated GPUs empties it", function()
+    if not H.gpus(1) then return pending("needs a CUDA device") end
+    if not torch.cuda.is_simulated() then return pending("real GPUs: empty_cache is the device's only") end
+    torch._host_cache_limit(64 << 20)
+    free_blocks(4)
+    local in_use, cached = torch._host_memory()
+    assert.is_true(cached >= 4 * BLOCK, "cached " .. cached)
+    local keep = torch.ones(1000) -- a live tensor stays in use
+    torch.cuda.empty_cache()
+    local in_use2, cached2 = torch._host_memory()
+    assert.are.equal(0, cached2)
+    assert.is_true(in_use2 >= in_use, "in use " .. in_use .. " -> " .. in_use2)
+    assert.are.equal(1000.0, keep:sum():item())
+    H.release_gpus()
+  end)
+end)

@@ -7,19 +7,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include "gs_alloc_host.h"
 #include "gs_block_pool.h"
 
 #define MIN_BLOCK 64          /* the smallest size class */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define NCLASSES GS_POOL_BINS
-#define CACHE_LIMIT ((size_t)4 << 30)
+/* The default cap on the cache: 4 GiB, or an eighth of the machine's
+ * memory when that is less (freed blocks past it go back to the C
+ * library at once). gs_host_set_cache_limit changes it. */
+#define CACHE_LIMIT_MAX ((size_t)4 << 30)
 
 typedef struct block { struct block *next; } block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static block *bins[NCLASSES];
 static size_t cached_bytes, in_use_bytes, peak_bytes;
+static size_t cache_limit; /* 0 until first needed: default_limit() */
+
+static size_t default_limit(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return CACHE_LIMIT_MAX;
+  size_t eighth = (size_t)pages / 8 * (size_t)page;
+  return eighth < CACHE_LIMIT_MAX ? eighth : CACHE_LIMIT_MAX;
+}
+
+/* The block size of size class c (the inverse of gs_size_class: class
+ * k*4+q holds 2^k + q*2^k/4 bytes). */
+static size_t class_size(int c) {
+  size_t base = (size_t)1 << (c / 4);
+  return base + (size_t)(c % 4) * (base / 4);
+}
+
+/* Frees cached blocks, biggest size classes first, until at most `keep`
+ * bytes stay cached. Called with the lock held. */
+static void trim_locked(size_t keep) {
+  for (int c = NCLASSES - 1; c >= 0 && cached_bytes > keep; c--) {
+    block *b = bins[c];
+    while (b && cached_bytes > keep) {
+      block *next = b->next;
+      free(b);
+      b = next;
+      cached_bytes -= class_size(c);
+    }
+    bins[c] = b;
+  }
+}
 
 /* Blocks are kept by size class (gs_size_class, shared with the device
  * allocator's free bins): 4 steps per power of two, under 25% waste. */
@@ -62,7 +96,8 @@ void gs_host_free(void *p, size_t n) {
   int c = gs_size_class(n, &rounded);
   pthread_mutex_lock(&lock);
   in_use_bytes -= rounded;
-  bool keep = cached_bytes + rounded <= CACHE_LIMIT;
+  if (!cache_limit) cache_limit = default_limit();
+  bool keep = cached_bytes + rounded <= cache_limit;
   if (keep) {
     block *b = p;
     b->next = bins[c];
@@ -75,14 +110,29 @@ void gs_host_free(void *p, size_t n) {
 
 void gs_host_empty_cache(void) {
   pthread_mutex_lock(&lock);
-  for (int c = 0; c < NCLASSES; c++) {
-    block *b = bins[c];
-    while (b) { block *next = b->next; free(b); b = next; }
-    bins[c] = NULL;
-  }
-  cached_bytes = 0;
+  trim_locked(0);
   pthread_mutex_unlock(&lock);
 }
 
-size_t gs_host_bytes_in_use(void) { return in_use_bytes; }
-size_t gs_host_bytes_cached(void) { return cached_bytes; }
+size_t gs_host_set_cache_limit(size_t limit) {
+  pthread_mutex_lock(&lock);
+  size_t old = cache_limit ? cache_limit : default_limit();
+  cache_limit = limit ? limit : default_limit();
+  trim_locked(cache_limit);
+  pthread_mutex_unlock(&lock);
+  return old;
+}
+
+/* (read under the lock: device workers allocate too) */
+size_t gs_host_bytes_in_use(void) {
+  pthread_mutex_lock(&lock);
+  size_t n = in_use_bytes;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+size_t gs_host_bytes_cached(void) {
+  pthread_mutex_lock(&lock);
+  size_t n = cached_bytes;
+  pthread_mutex_unlock(&lock);
+  return n;
+}

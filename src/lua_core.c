@@ -404,6 +404,16 @@ static int l_host_memory(lua_State *L) {
   return 2;
 }
 
+/* torch._host_cache_limit([bytes]): caps what the host allocator keeps
+ * cached (nil or 0: the default), freeing what is above it now; returns
+ * the previous cap. A tuning and test hook, not part of the API. */
+static int l_host_cache_limit(lua_State *L) {
+  lua_Integer n = luaL_optinteger(L, 1, 0);
+  if (n < 0) return luaL_error(L, "_host_cache_limit: expected a number of bytes >= 0, got %I", n);
+  lua_pushinteger(L, (lua_Integer)gs_host_set_cache_limit((size_t)n));
+  return 1;
+}
+
 /* ---- dims and options ---- */
 
 lua_Integer gsL_topinteger(lua_State *L, const char *what) {
@@ -496,6 +506,8 @@ void gsL_open_core(lua_State *L) {
   lua_setfield(L, -2, "device");
   lua_pushcfunction(L, l_host_memory);
   lua_setfield(L, -2, "_host_memory");
+  lua_pushcfunction(L, l_host_cache_limit);
+  lua_setfield(L, -2, "_host_cache_limit");
 
   luaL_newmetatable(L, GSL_SIZE_MT);
   lua_pushcfunction(L, size_tostring); lua_setfield(L, -2, "__tostring");

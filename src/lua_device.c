@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "lua_gs.h"
+#include "gs_alloc_host.h"
 #include "gs_dlopen.h"
 
 static int c_is_available(lua_State *L) { lua_pushboolean(L, gs_cuda_device_count() > 0); return 1; }
@@ -198,13 +199,16 @@ static int c_reset_peak(lua_State *L) {
   if (be && be->reset_peak) be->reset_peak(d.index);
   return 0;
 }
-/* Releases the cached (free but reserved) blocks of every device. */
+/* Releases the cached (free but reserved) blocks of every device; with
+ * simulated devices, whose memory is the host's, the host allocator's
+ * cache too. */
 static int c_empty_cache(lua_State *L) {
   for (int i = 0; i < gs_cuda_device_count(); i++) {
     gs_device d = {GS_CUDA, i};
     const gs_backend *be = gs_device_backend(d);
     if (be && be->empty_cache) be->empty_cache(i);
   }
+  if (gs_cuda_is_simulated()) gs_host_empty_cache();
   return 0;
 }
 
