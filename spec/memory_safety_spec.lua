@@ -48,6 +48,76 @@ describe("lists read through metamethods", function()
   end)
 end)
 
+-- (issue 14) A table whose __index raises at its k-th read, for every k a
+-- call makes: whatever the call had allocated by then (a partly filled
+-- tensor, views, joined pieces) must be freed. torch._host_memory()'s
+-- bytes in use after a full collection are the measure.
+describe("errors raised by metamethods part-way through a call leak nothing", function()
+  local function gc() collectgarbage(); collectgarbage() end
+  -- data (nested tables too) behind metamethods; the k-th read raises
+  local function bomb(data, k)
+    local reads = 0
+    local function wrap(t)
+      if type(t) ~= "table" then return t end
+      return setmetatable({}, {
+        __len = function() return #t end,
+        __index = function(_, key)
+          reads = reads + 1
+          if reads == k then error("raised at read " .. k) end
+          return wrap(t[key])
+        end,
+      })
+    end
+    return wrap(data), function() return reads end
+  end
+  -- every k from 1 to the number of reads a clean call makes (at most
+  -- `most` of them, spread evenly)
+  local function no_leak(name, call, data, most)
+    local clean, count = bomb(data, 0)
+    call(clean)
+    local n = count()
+    assert.is_true(n > 0, name .. ": the call read nothing")
+    most = most or 120
+    for i = 0, math.min(n, most) - 1 do
+      local k = n <= most and i + 1 or 1 + (i * (n - 1)) // (most - 1)
+      gc()
+      local before = torch._host_memory()
+      local ok, err = pcall(call, (bomb(data, k)))
+      assert.is_false(ok, name .. ": no error at read " .. k)
+      assert.truthy(tostring(err):find("raised at read " .. k, 1, true), err)
+      gc()
+      local after = torch._host_memory()
+      assert.are.equal(before, after, name .. ": " .. (after - before) .. " bytes left in use after an error at read " .. k .. " of " .. n)
+    end
+  end
+  local rows = {}
+  for i = 1, 32 do rows[i] = {} for j = 1, 32 do rows[i][j] = i * j end end
+
+  it("torch.tensor and new_tensor: the table read a second time to fill the tensor", function()
+    no_leak("torch.tensor", function(b) return torch.tensor(b) end, rows, 200)
+    no_leak("torch.tensor float64", function(b) return torch.tensor(b, { dtype = torch.float64 }) end, rows, 60)
+    local x = torch.ones(2)
+    no_leak("new_tensor", function(b) return x:new_tensor(b) end, rows, 60)
+  end)
+
+  it("torch.cat and torch.stack: the list of tensors", function()
+    local parts = { torch.ones(1000), torch.ones(1000), torch.ones(1000) }
+    no_leak("cat", function(b) return torch.cat(b) end, parts)
+    no_leak("stack", function(b) return torch.stack(b) end, parts)
+  end)
+
+  it("indexing, index assignment and size tables", function()
+    local x = torch.ones(64, 64)
+    no_leak("index", function(b) return x[b] end, { { 1, 32 }, { 2, 40, 2 } })
+    no_leak("index assignment", function(b) x[b] = 2 end, { { 1, 32 }, { 2, 40, 2 } })
+    no_leak("view", function(b) return x:view(b) end, { 16, 256 })
+    no_leak("split", function(b) return x:split(b) end, { 10, 54 })
+    no_leak("ones", function(b) return torch.ones(b) end, { 64, 64 })
+    -- only the clean assignment wrote (rows 1-32, columns 2, 4, ..., 40); the failed ones wrote nothing
+    assert.are.equal(64 * 64 + 32 * 20, x:sum():item())
+  end)
+end)
+
 describe("joins of many tensors (no fixed limit)", function()
   it("stacks 1000 tensors, with gradients to each", function()
     local xs = {}

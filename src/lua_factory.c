@@ -140,11 +140,17 @@ static int l_tensor(lua_State *L) {
   nest_scan(L, 1, 0, &ni, path, 0);
   gs_dtype dt = o.has_dtype ? o.dtype : ni.any_float ? GS_FLOAT32 : ni.any_int ? GS_INT64 : ni.any_bool ? GS_BOOL : GS_FLOAT32;
   gsL_check(L, gs_tensor_empty(gs_cpu(), dt, ni.ndim, ni.shape, &t));
+  /* Filling reads the table again and its metamethods may raise: the
+   * tensor is on the stack (the collector's) while it is being filled. */
+  gsL_pushtensor(L, t);
   int64_t at = 0;
   nest_fill(L, 1, 0, t, &at);
-  gs_status s = gs_to(t, o.device, dt, &r);
-  gs_tensor_release(t);
-  gsL_check(L, s);
+  gsL_check(L, gs_to(t, o.device, dt, &r));
+  if (r == t) { /* already where it belongs: the object on the stack is the result */
+    gs_tensor_release(r);
+    if (o.requires_grad) gsL_check(L, gs_ag_set_requires_grad(t, true));
+    return 1;
+  }
   finish(L, r, &o);
   return 1;
 }
