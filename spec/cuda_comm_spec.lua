@@ -102,6 +102,8 @@ describe("torch.cuda.comm", function()
     H.errors(function() comm.reduce_add({ x, torch.ones(4, { device = "cuda:0" }) }) end, "distinct devices")
     H.errors(function() comm.reduce_add({ x, torch.ones(4) }) end, "on the cpu")
     H.errors(function() comm.scatter(x, { 0, 1 }, { chunk_sizes = { 1, 2 } }) end, "add up to 3")
+    H.errors(function() comm.scatter(x, { 0, 1 }, { chunk_sizes = { 4 } }) end,
+      "scatter: chunk_sizes has 1 entries for 2 devices (one per device expected)")
     H.errors(function() comm.scatter(x, { 0, 1 }, { dim = 2 }) end, "out of range")
     H.errors(function() comm.scatter(x, { 0, 1 }, { dims = 1 }) end, { "unknown option 'dims'", "'dim'" })
     H.errors(function() comm.gather({ x, torch.ones(4, { dtype = torch.int64, device = "cuda:1" }) }) end, "same dtype")

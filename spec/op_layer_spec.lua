@@ -268,3 +268,133 @@ describe("each op family is declared once", function()
     end
   end)
 end)
+
+-- Rules that used to be checked by the Lua bindings and now live in the
+-- engine (gs_autograd_scalars.c, gs_op_*.c): each holds with its one
+-- message whichever way the op is reached.
+describe("rules the engine holds for numbers, counts and assignments", function()
+  local ALPHA = "For integral input tensors, argument alpha must not be a floating point number."
+
+  it("add/sub's alpha: integers stay integers, a float alpha on integral operands is refused", function()
+    local x = torch.tensor({ 1, 2 })
+    -- PyTorch: torch.add(tensor([1, 2]), 2, alpha=3) is tensor([7, 8]) (int64)
+    H.check(x:add(2, 3), "int64", { 2 }, { 7, 8 })
+    H.check(x:sub(2, { alpha = 3 }), "int64", { 2 }, { -5, -4 })
+    H.check(x:add(torch.tensor({ 1, 1 }), 3), "int64", { 2 }, { 4, 5 })
+    H.check(torch.add(2, x, 3), "int64", { 2 }, { 5, 8 })
+    local y = x:clone()
+    assert.is_true(rawequal(y:add_(2, 3), y))
+    H.check(y, "int64", { 2 }, { 7, 8 })
+    y:sub_(torch.tensor({ 1, 1 }), 2)
+    H.check(y, "int64", { 2 }, { 5, 6 })
+    H.errors(function() return x:add(torch.tensor({ 1, 1 }), 2.5) end, ALPHA)
+    H.errors(function() return x:add(2, 1.0) end, ALPHA)
+    H.errors(function() return torch.add(2, x, 0.5) end, ALPHA)
+    local snap = H.snapshot(y)
+    H.errors(function() return y:add_(1, 1.5) end, ALPHA)
+    H.errors(function() return y:sub_(torch.tensor({ 1, 1 }), 1.5) end, ALPHA)
+    H.assert_unchanged(y, snap)
+    -- a float operand on either side allows a float alpha: 1 + 0.5 * 2.5
+    H.check(x:add(2.5, 0.5), "float32", { 2 }, { 2.25, 3.25 })
+    H.check(torch.tensor({ 1.0 }):add(torch.tensor({ 2 }), 0.5), "float32", { 1 }, { 2.0 })
+  end)
+
+  it("add with alpha records alpha * g for the scaled operand", function()
+    local a = torch.tensor({ 1.0, 2.0 }, { requires_grad = true })
+    local b = torch.tensor({ 3.0, 4.0 }, { requires_grad = true })
+    a:sub(b, 2.5):sum():backward()
+    H.check(a.grad, "float32", { 2 }, { 1.0, 1.0 })
+    H.check(b.grad, "float32", { 2 }, { -2.5, -2.5 })
+  end)
+
+  it("clamp needs a bound; a float bound promotes an integer tensor", function()
+    local x = torch.tensor({ 1, 2, 3 })
+    local NONE = "torch.clamp: At least one of 'min' or 'max' must not be None"
+    H.errors(function() return x:clamp() end, NONE)
+    H.errors(function() return x:clamp({}) end, NONE)
+    H.errors(function() return x:clamp(nil, nil) end, NONE)
+    local snap = H.snapshot(x)
+    H.errors(function() return x:clamp_() end, NONE)
+    H.assert_unchanged(x, snap)
+    H.check(x:clamp(2), "int64", { 3 }, { 2, 2, 3 })
+    H.check(x:clamp({ max = 2 }), "int64", { 3 }, { 1, 2, 2 })
+    H.check(x:clamp(nil, 1.5), "float32", { 3 }, { 1.0, 1.5, 1.5 })
+    H.check(x:clamp({ min = 1.5, max = 2 }), "float32", { 3 }, { 1.5, 2.0, 2.0 })
+    H.check(x:clone():clamp_(2, 2), "int64", { 3 }, { 2, 2, 2 })
+  end)
+
+  it("item() reads exactly one element, as a number of the tensor's kind", function()
+    local COUNT = "cannot be converted to Scalar (item() needs exactly one element)"
+    H.errors(function() return torch.zeros(2):item() end, { "a Tensor with 2 elements", COUNT })
+    H.errors(function() return torch.zeros(0):item() end, { "a Tensor with 0 elements", COUNT })
+    assert.are.equal("integer", math.type(torch.tensor({ { 7 } }):item()))
+    assert.are.equal(7, torch.tensor({ { 7 } }):item())
+    assert.are.equal("float", math.type(torch.tensor(2.5, { dtype = torch.float64 }):item()))
+    assert.are.equal(2.5, torch.tensor(2.5, { dtype = torch.float64 }):item())
+    assert.are.equal(true, torch.tensor({ true }):item())
+    assert.are.equal(-3, torch.tensor(-3, { dtype = torch.int8 }):item())
+  end)
+
+  it("#x needs a dimension", function()
+    H.errors(function() return #torch.tensor(3) end, "len() of a 0-d tensor")
+    assert.are.equal(4, #torch.zeros(4, 2))
+  end)
+
+  it("nll_loss takes integer class indices, counted from 1", function()
+    local logp = torch.tensor({ { -1, -2, -3 }, { -4, -5, -6 } })
+    local MSG = "nll_loss: expected integer class indices (1-based) as target, got "
+    H.errors(function() return torch.nll_loss(logp, torch.tensor({ 1.0, 2.0 })) end, MSG .. "float32")
+    H.errors(function() return torch.nll_loss(logp, torch.tensor({ true, false })) end, MSG .. "bool")
+    -- -(logp[1][1] + logp[2][3]) / 2 = (1 + 6) / 2
+    H.check(torch.nll_loss(logp, torch.tensor({ 1, 3 })), "float32", {}, 3.5)
+    H.check(torch.nll_loss(logp, torch.tensor({ 1, 3 }, { dtype = torch.int8 })), "float32", {}, 3.5)
+  end)
+
+  it("x.data = y takes y's storage, dtype, shape and device; a tensor that requires grad stays floating", function()
+    local x = torch.zeros(3, { requires_grad = true })
+    H.errors(function() x.data = torch.arange(4) end,
+      "data set to a tensor that requires gradients must be floating point, got int64")
+    H.check(x, "float32", { 3 }, { 0.0, 0.0, 0.0 })
+    assert.is_true(x.requires_grad)
+    local y = torch.tensor({ { 1.0, 2.0 } }, { dtype = torch.float64 })
+    x.data = y
+    H.check(x, "float64", { 1, 2 }, { { 1.0, 2.0 } })
+    y[{ 1, 1 }] = 5 -- one storage
+    assert.are.equal(5, x[{ 1, 1 }]:item())
+    local n = torch.zeros(2)
+    n.data = torch.arange(3) -- no grad: any dtype, as in PyTorch
+    H.check(n, "int64", { 3 }, { 0, 1, 2 })
+  end)
+
+  it("post-accumulate-grad hooks only on leaves that require grad", function()
+    local MSG = "post accumulate grad hooks cannot be registered on non-leaf tensors or tensors that do not require grad"
+    local fn = function() end
+    H.errors(function() torch.ones(2):register_post_accumulate_grad_hook(fn) end, MSG)
+    local w = torch.ones(2, { requires_grad = true })
+    H.errors(function() w:mul(2):register_post_accumulate_grad_hook(fn) end, MSG)
+    local seen = 0
+    local h = w:register_post_accumulate_grad_hook(function() seen = seen + 1 end)
+    w:mul(3):sum():backward()
+    assert.are.equal(1, seen)
+    h:remove()
+    w:mul(3):sum():backward()
+    assert.are.equal(1, seen)
+  end)
+
+  it("factories: rand's dtype, eye's sizes and arange's steps, one message each", function()
+    H.errors(function() return torch.rand(2, { dtype = torch.int64 }) end, "rand: expected a floating point dtype, got int64")
+    H.errors(function() return torch.randn(2, { dtype = torch.bool }) end, "randn: expected a floating point dtype, got bool")
+    H.errors(function() return torch.eye(-1) end, "torch.eye: n and m must be non-negative, got -1 and -1")
+    H.errors(function() return torch.eye(2, -3) end, "torch.eye: n and m must be non-negative, got 2 and -3")
+    local big = math.maxinteger
+    -- the exact int64 path (bounds beyond 2^53) says what the double path says
+    H.errors(function() return torch.arange(big - 3, big, 0) end, "arange: step must be nonzero")
+    H.errors(function() return torch.arange(big, big - 3) end, "arange: upper bound and larger bound inconsistent with step sign")
+    H.check(torch.arange(big - 3, big, 2), "int64", { 2 }, { big - 3, big - 1 })
+  end)
+
+  it("sizes: the engine names a negative one's position, in a table or as numbers", function()
+    H.errors(function() return torch.zeros({ 2, -1 }) end, "negative dimension -1 in size at position 2")
+    H.errors(function() return torch.zeros(2, 3, -4) end, "negative dimension -4 in size at position 3")
+  end)
+end)

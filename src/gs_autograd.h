@@ -86,7 +86,23 @@ gs_status gs_ag_var(gs_tensor *x, int dim, bool keepdim, int64_t correction, boo
 gs_status gs_ag_norm(gs_tensor *x, double p, gs_tensor **out);
 /* max/min whole (dim < 0) or along dim; indices may be NULL */
 gs_status gs_ag_extremum(gs_tensor *x, bool is_max, int dim, bool keepdim, gs_tensor **values, gs_tensor **indices);
-gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out); /* target 0-based int64 */
+/* target: integer class indices as the user gives them, 1-based */
+gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out);
+
+/* ---- numbers that change the op (gs_autograd_scalars.c): the binding
+ * passes each number as the user wrote it (integer or float) ---- */
+/* a op b with a tensor or a number on each side (at least one tensor) */
+gs_status gs_ag_binary_mixed(gs_binary_op op, gs_tensor *a, gs_scalar as, gs_tensor *b, gs_scalar bs, gs_tensor **out);
+/* a op alpha * b for add/sub; a or b may be a number (its tensor NULL, the
+ * number in as / bs). A float alpha with two integral operands is refused. */
+gs_status gs_ag_add_alpha(gs_binary_op op, gs_tensor *a, gs_scalar as, gs_tensor *b, gs_scalar bs, gs_scalar alpha,
+                          gs_tensor **out);
+/* x op= alpha * y (y NULL: the number ys) */
+gs_status gs_ag_add_alpha_(gs_binary_op op, gs_tensor *x, gs_tensor *y, gs_scalar ys, gs_scalar alpha);
+/* clamp(x, lo, hi), a bound NULL when not given (one of them must be); a
+ * float bound promotes an integer x to float32 */
+gs_status gs_ag_clamp(gs_tensor *x, const gs_scalar *lo, const gs_scalar *hi, gs_tensor **out);
+gs_status gs_ag_clamp_(gs_tensor *x, const gs_scalar *lo, const gs_scalar *hi);
 
 /* ---- views: the engine's view ops (gs_op_view.c), then a node routing
  * the gradient back to the input (gs_autograd_views.c) ---- */
@@ -134,6 +150,12 @@ gs_status gs_ag_normal_(gs_tensor *x, double mean, double std);
 gs_status gs_ag_set_requires_grad(gs_tensor *x, bool on);
 /* x:detach_(): x leaves the graph in place. */
 gs_status gs_ag_detach_(gs_tensor *x);
+/* x:register_post_accumulate_grad_hook: on only for a leaf that requires
+ * grad; off when its last hook is removed. */
+gs_status gs_ag_set_grad_hook(gs_tensor *x, bool on);
+/* x.data = y: x takes y's storage, dtype and geometry (a tensor that
+ * requires grad only a floating one). */
+gs_status gs_ag_set_data(gs_tensor *x, const gs_tensor *y);
 /* nn.Parameter(x): a floating leaf, marked as a parameter. */
 gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad);
 

@@ -91,6 +91,33 @@ gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad) {
   return GS_OK;
 }
 
+gs_status gs_ag_set_grad_hook(gs_tensor *x, bool on) {
+  if (on && (x->grad_fn || !x->requires_grad))
+    return gs_error("post accumulate grad hooks cannot be registered on non-leaf tensors or tensors that do "
+                    "not require grad");
+  x->has_grad_hook = on;
+  return GS_OK;
+}
+
+/* PyTorch lets x.data = y change x's shape, dtype and device (nn's
+ * Module:to() moves parameters that way), but a tensor that requires grad
+ * keeps a floating dtype. Views of x and what autograd saved keep the old
+ * storage: they are tensors of their own. */
+gs_status gs_ag_set_data(gs_tensor *x, const gs_tensor *y) {
+  if (x->requires_grad && !gs_dtype_is_float(y->dtype))
+    return gs_error("data set to a tensor that requires gradients must be floating point, got %s",
+                    gs_dtype_name(y->dtype));
+  gs_buffer_retain(y->buf);
+  gs_buffer_release(x->buf);
+  x->buf = y->buf;
+  x->dtype = y->dtype;
+  x->ndim = y->ndim;
+  memcpy(x->shape, y->shape, sizeof x->shape);
+  memcpy(x->stride, y->stride, sizeof x->stride);
+  x->offset = y->offset;
+  return GS_OK;
+}
+
 gs_status gs_ag_set_grad(gs_tensor *x, gs_tensor *g) {
   if (g) {
     if (g == x) return gs_error("can't assign Variable as its own grad");

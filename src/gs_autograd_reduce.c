@@ -262,22 +262,24 @@ gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out) {
     return gs_error("nll_loss: expected a target of shape [%lld] (one class per row), got %d dims",
                     (long long)logp->shape[0], target->ndim);
   if (gs_dtype_is_float(target->dtype) || target->dtype == GS_BOOL)
-    return gs_error("nll_loss: expected integer class indices as target, got %s", gs_dtype_name(target->dtype));
+    return gs_error("nll_loss: expected integer class indices (1-based) as target, got %s", gs_dtype_name(target->dtype));
   GS_TRY(gs_check_same_device(logp, target));
-  /* every class index must be in [0, C): checked by the device without
-   * the host waiting (a GPU reports a bad one at the next synchronisation) */
+  /* every class index must be in [0, C) once 0-based: checked by the
+   * device without the host waiting (a GPU reports a bad one at the next
+   * synchronisation; the message counts from 1 again) */
+  gs_tensor *t0, *t64 = NULL;
+  GS_TRY(gs_binary_scalar(GS_B_SUB, target, gs_scalar_i(1), false, &t0));
   gs_status s = GS_OK;
   if (target->shape[0] > 0) {
-    const gs_backend *be;
-    GS_DISPATCH(be, target, check_index, "nll_loss");
-    gs_tensor *t64 = NULL;
-    s = gs_cast(target, GS_INT64, &t64);
+    const gs_backend *be = gs_device_backend(gs_tensor_device(target));
+    if (!be || !be->check_index) s = gs_no_kernel("nll_loss", target);
+    if (s == GS_OK) s = gs_cast(t0, GS_INT64, &t64);
     if (s == GS_OK) s = be->check_index(t64, logp->shape[1], GS_FLAG_NLL_TARGET);
     REL(t64);
   }
-  GS_TRY(s);
   gs_tensor *mask = NULL, *picked = NULL, *total = NULL;
-  s = one_hot(target, logp->shape[1], logp->dtype, &mask);
+  if (s == GS_OK) s = one_hot(t0, logp->shape[1], logp->dtype, &mask);
+  REL(t0);
   if (s == GS_OK) s = gs_binary(GS_B_MUL, logp, mask, &picked);
   if (s == GS_OK) s = gs_reduce(GS_R_SUM, picked, -1, false, &total, NULL);
   double count = (double)logp->shape[0];

@@ -110,8 +110,8 @@ gs_status gs_comm_reduce_add(gs_tensor *const *ins, int n, gs_device dst, gs_ten
   return GS_OK;
 }
 
-gs_status gs_comm_scatter(gs_tensor *src, int n, const gs_device *devs, const int64_t *chunk_sizes, int dim,
-                          int *nout, gs_tensor **outs) {
+gs_status gs_comm_scatter(gs_tensor *src, int n, const gs_device *devs, const int64_t *chunk_sizes, int nsizes,
+                          int dim, int *nout, gs_tensor **outs) {
   gs_device d[64];
   if (n > 64) return gs_error("scatter: at most 64 devices, got %d", n);
   GS_TRY(resolve_cuda("scatter", n, devs, d));
@@ -120,6 +120,8 @@ gs_status gs_comm_scatter(gs_tensor *src, int n, const gs_device *devs, const in
     return gs_error("scatter: dim %d is out of range for a tensor with %d dimensions", dim + 1, src->ndim);
   int64_t rows = src->shape[dim], sizes[64];
   int k = 0;
+  if (chunk_sizes && nsizes != n)
+    return gs_error("scatter: chunk_sizes has %d entries for %d devices (one per device expected)", nsizes, n);
   if (chunk_sizes) {
     int64_t total = 0;
     for (int i = 0; i < n; i++) {

@@ -15,12 +15,13 @@
 gs_status gs_comm_broadcast(gs_tensor *src, int n, const gs_device *devs, gs_tensor **outs);
 /* *out = sum of ins (same shape and dtype, distinct CUDA devices) on dst. */
 gs_status gs_comm_reduce_add(gs_tensor *const *ins, int n, gs_device dst, gs_tensor **out);
-/* Splits src along dim (0-based) into chunks of chunk_sizes[i] rows, or,
- * when chunk_sizes is NULL, as src.chunk(n, dim) (10 rows on 3 devices:
- * 4, 4, 2; fewer chunks than devices when rows run out), and moves chunk i
- * to devs[i]. *nout receives the number of chunks. */
-gs_status gs_comm_scatter(gs_tensor *src, int n, const gs_device *devs, const int64_t *chunk_sizes, int dim,
-                          int *nout, gs_tensor **outs);
+/* Splits src along dim (0-based) into chunks of chunk_sizes[i] rows (nsizes
+ * of them, one per device), or, when chunk_sizes is NULL, as
+ * src.chunk(n, dim) (10 rows on 3 devices: 4, 4, 2; fewer chunks than
+ * devices when rows run out), and moves chunk i to devs[i]. *nout receives
+ * the number of chunks. */
+gs_status gs_comm_scatter(gs_tensor *src, int n, const gs_device *devs, const int64_t *chunk_sizes, int nsizes,
+                          int dim, int *nout, gs_tensor **outs);
 /* *out = the ins concatenated along dim (0-based) on dst (any device). */
 gs_status gs_comm_gather(gs_tensor *const *ins, int n, int dim, gs_device dst, gs_tensor **out);
 

@@ -21,7 +21,9 @@ static gs_dtype unary_result(gs_unary_op op, gs_dtype t) {
   return GS_FLOAT32; /* exp of an integer tensor is float, as in PyTorch */
 }
 
-static gs_status unary_check(gs_unary_op op, const gs_tensor *x) {
+static gs_status unary_check(gs_unary_op op, const gs_tensor *x, const double *args) {
+  if (op == GS_U_CLAMP && (!args || (isnan(args[0]) && isnan(args[1]))))
+    return gs_error("torch.clamp: At least one of 'min' or 'max' must not be None");
   if (x->dtype == GS_BOOL && (op == GS_U_NEG))
     return gs_error("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
                     "invert a mask, use the `~` or `logical_not()` operator instead.");
@@ -45,12 +47,12 @@ static gs_status unary_compute(gs_unary_op op, const gs_tensor *x, const double 
 }
 
 gs_status gs_unary(gs_unary_op op, const gs_tensor *x, const double *args, gs_tensor **out) {
-  GS_TRY(unary_check(op, x));
+  GS_TRY(unary_check(op, x, args));
   return unary_compute(op, x, args, unary_result(op, x->dtype), out);
 }
 
 gs_status gs_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
-  GS_TRY(unary_check(op, x));
+  GS_TRY(unary_check(op, x, args));
   GS_TRY(gs_check_writable(x));
   gs_dtype rt = unary_result(op, x->dtype);
   if (rt != x->dtype)

@@ -56,11 +56,20 @@ gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs
   return GS_OK;
 }
 
-gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double step, gs_tensor **out) {
-  if (step == 0) return gs_error("arange: step must be nonzero");
-  if (!isfinite(start) || !isfinite(end)) return gs_error("arange: unsupported range: %g -> %g", start, end);
-  if ((step > 0 && end < start) || (step < 0 && end > start))
+/* step's sign (-1, 0, 1) against end's side of start (end_vs_start: the
+ * sign of end - start), for the double and the int64 arange alike */
+static gs_status arange_check(int step_sign, int end_vs_start) {
+  if (step_sign == 0) return gs_error("arange: step must be nonzero");
+  if ((step_sign > 0 && end_vs_start < 0) || (step_sign < 0 && end_vs_start > 0))
     return gs_error("arange: upper bound and larger bound inconsistent with step sign");
+  return GS_OK;
+}
+#define SIGN(a, b) (((a) > (b)) - ((a) < (b)))
+
+gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double step, gs_tensor **out) {
+  if (step == 0) return arange_check(0, 0);
+  if (!isfinite(start) || !isfinite(end)) return gs_error("arange: unsupported range: %g -> %g", start, end);
+  GS_TRY(arange_check(SIGN(step, 0), SIGN(end, start)));
   double n = ceil((end - start) / step);
   if (n > 1e15) return gs_error("arange: the range %g to %g with step %g has too many elements", start, end, step);
   int64_t len = (int64_t)n;
@@ -72,6 +81,25 @@ gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double
   if (s != GS_OK) { gs_tensor_release(t); return s; }
   *out = t;
   return GS_OK;
+}
+
+gs_status gs_arange_int(gs_device dev, gs_dtype dt, int64_t start, int64_t end, int64_t step, gs_tensor **out) {
+  const double exact = 0x1p53;
+  if (dt != GS_INT64 || (fabs((double)start) <= exact && fabs((double)end) <= exact && fabs((double)step) <= exact))
+    return gs_arange(dev, dt, (double)start, (double)end, (double)step, out);
+  /* integers beyond 2^53 are not exact as doubles: count in int64 from 0
+   * (exact), then scale and shift with int64 arithmetic */
+  GS_TRY(arange_check(SIGN(step, 0), SIGN(end, start)));
+  uint64_t span = step > 0 ? (uint64_t)end - (uint64_t)start : (uint64_t)start - (uint64_t)end;
+  uint64_t st = step > 0 ? (uint64_t)step : 0 - (uint64_t)step, n = span / st + (span % st != 0);
+  gs_tensor *k, *ks;
+  GS_TRY(gs_arange(dev, GS_INT64, 0, (double)n, 1, &k));
+  gs_status s = gs_binary_scalar(GS_B_MUL, k, gs_scalar_i(step), false, &ks);
+  gs_tensor_release(k);
+  GS_TRY(s);
+  s = gs_binary_scalar(GS_B_ADD, ks, gs_scalar_i(start), false, out);
+  gs_tensor_release(ks);
+  return s;
 }
 
 /* Computed from both ends (as PyTorch does, so the last value is exactly
@@ -113,6 +141,8 @@ gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int6
 }
 
 gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **out) {
+  if (n < 0 || m < 0)
+    return gs_error("torch.eye: n and m must be non-negative, got %lld and %lld", (long long)n, (long long)m);
   int64_t shape[2] = {n, m};
   gs_tensor *t, *diag;
   GS_TRY(gs_full(dev, dt, 2, shape, gs_scalar_i(0), &t));
@@ -192,6 +222,17 @@ static bool int_range_of(gs_dtype dt, int64_t *min, int64_t *max) {
 
 /* Integers in [lo, hi), drawn in exact int64 arithmetic (gs_philox.h),
  * then stored in x's dtype, whose range must hold lo and hi - 1. */
+gs_status gs_rand(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, bool normal, gs_tensor **out) {
+  if (!gs_dtype_is_float(dt))
+    return gs_error("%s: expected a floating point dtype, got %s", normal ? "randn" : "rand", gs_dtype_name(dt));
+  gs_tensor *t;
+  GS_TRY(gs_tensor_empty(dev, dt, ndim, shape, &t));
+  gs_status s = normal ? gs_normal_(t, 0, 1) : gs_uniform_(t, 0, 1);
+  if (s != GS_OK) { gs_tensor_release(t); return s; }
+  *out = t;
+  return GS_OK;
+}
+
 gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi) {
   if (lo >= hi) return gs_error("random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                                 (long long)lo, (long long)hi);

@@ -80,3 +80,9 @@ gs_status gs_split_sizes_check(const gs_tensor *x, int dim, int64_t n, const int
   }
   return GS_OK;
 }
+
+gs_status gs_len(const gs_tensor *x, int64_t *out) {
+  if (x->ndim == 0) return gs_error("len() of a 0-d tensor");
+  *out = x->shape[0];
+  return GS_OK;
+}

@@ -140,12 +140,26 @@ gs_status gs_softmax(const gs_tensor *x, int dim, bool log, gs_tensor **out) {
   return s;
 }
 
+gs_status gs_item(const gs_tensor *x, gs_scalar *out) {
+  int64_t n = gs_numel(x);
+  if (n != 1)
+    return gs_error("a Tensor with %lld elements cannot be converted to Scalar (item() needs exactly one element)",
+                    (long long)n);
+  gs_tensor *h;
+  GS_TRY(gs_to_host_contiguous(x, &h));
+  const void *p = gs_tensor_ptr(h);
+  if (h->dtype == GS_BOOL) *out = gs_scalar_b(*(const uint8_t *)p != 0);
+  else if (gs_dtype_is_float(h->dtype)) *out = gs_scalar_f(gs_load_f64(h->dtype, p));
+  else *out = gs_scalar_i(gs_load_i64(h->dtype, p));
+  gs_tensor_release(h);
+  return GS_OK;
+}
+
 /* Reads a 0-d bool tensor back to the host. */
 static gs_status read_bool(const gs_tensor *t, bool *out) {
-  gs_tensor *h;
-  GS_TRY(gs_to_host_contiguous(t, &h));
-  *out = *(const uint8_t *)gs_tensor_ptr(h) != 0;
-  gs_tensor_release(h);
+  gs_scalar v;
+  GS_TRY(gs_item(t, &v));
+  *out = v.i != 0;
   return GS_OK;
 }
 

@@ -93,6 +93,8 @@ gs_status gs_chunk_plan(const gs_tensor *x, int dim, int64_t chunks, int64_t *pi
 gs_status gs_split_plan(const gs_tensor *x, int dim, int64_t split_size, int64_t *piece, int64_t *count);
 /* split(sizes): n non-negative lengths summing to the dim's size */
 gs_status gs_split_sizes_check(const gs_tensor *x, int dim, int64_t n, const int64_t *lens);
+/* #x: the size of x's first dim (a 0-d tensor has none) */
+gs_status gs_len(const gs_tensor *x, int64_t *out);
 gs_status gs_unsqueeze(const gs_tensor *x, int dim, gs_tensor **out);              /* dim in [0, ndim] */
 gs_status gs_squeeze(const gs_tensor *x, int dim, gs_tensor **out);                /* dim < 0: all size-1 dims */
 gs_status gs_expand_to(const gs_tensor *x, int ndim, const int64_t *shape, gs_tensor **out); /* -1 keeps */
@@ -112,6 +114,8 @@ gs_status gs_stack(gs_tensor **xs, int n, int dim, gs_tensor **out);
 gs_status gs_scalar_fits(gs_dtype dt, gs_scalar v);
 gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_scalar v, gs_tensor **out);
 gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double step, gs_tensor **out);
+/* arange of integers as the user gave them: exact in int64 beyond 2^53 */
+gs_status gs_arange_int(gs_device dev, gs_dtype dt, int64_t start, int64_t end, int64_t step, gs_tensor **out);
 gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int64_t n, gs_tensor **out);
 gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **out);
 gs_status gs_fill_(gs_tensor *x, gs_scalar v);
@@ -122,6 +126,9 @@ void gs_manual_seed(uint64_t seed);
 uint64_t gs_initial_seed(void);
 gs_status gs_uniform_(gs_tensor *x, double lo, double hi);
 gs_status gs_normal_(gs_tensor *x, double mean, double std);
+/* torch.rand / torch.randn: a new tensor of a floating dtype drawn from
+ * U[0, 1) or N(0, 1) */
+gs_status gs_rand(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, bool normal, gs_tensor **out);
 gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi);
 /* first .. first+n-1 in random order, built on dev in dtype dt (every
  * value must be exact in dt) */
@@ -158,6 +165,9 @@ gs_status gs_index_select(const gs_tensor *x, int dim, const gs_tensor *idx, gs_
 /* ---- host access (for item, tolist, printing): contiguous copy on the
  * CPU (x itself, retained, when it already is one). ---- */
 gs_status gs_to_host_contiguous(const gs_tensor *x, gs_tensor **out);
+/* x:item(): the one element of x as a number of x's kind (bool, float or
+ * integer); refuses any other element count. */
+gs_status gs_item(const gs_tensor *x, gs_scalar *out);
 
 /* ---- printing: PyTorch's repr, malloc'd string the caller frees ---- */
 gs_status gs_tensor_repr(const gs_tensor *x, char **out);

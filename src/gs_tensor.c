@@ -107,7 +107,7 @@ gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel) {
   int64_t n = 1, span = 1; /* span: product ignoring zeros, so strides cannot overflow either */
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
-      return gs_error("negative dimension %lld in size: sizes must be >= 0", (long long)shape[i]);
+      return gs_error("negative dimension %lld in size at position %d: sizes must be >= 0", (long long)shape[i], i + 1);
     if (shape[i] > 1 && span > INT64_MAX / 16 / shape[i])
       return gs_error("size is too large: the number of elements overflows");
     if (shape[i] > 1) span *= shape[i];

@@ -71,13 +71,8 @@ static int l_addmm(lua_State *L) {
 }
 
 static int l_nll_loss(lua_State *L) {
-  gs_tensor *logp = gsL_checktensor(L, 1), *target = gsL_checktensor(L, 2), *t0, *r;
-  if (gs_dtype_is_float(target->dtype) || target->dtype == GS_BOOL)
-    return luaL_error(L, "nll_loss: expected integer class indices (1-based) as target, got %s", gs_dtype_name(target->dtype));
-  gsL_check(L, gs_binary_scalar(GS_B_SUB, target, gs_scalar_i(1), false, &t0));
-  gs_status s = gs_ag_nll_loss(logp, t0, &r);
-  gs_tensor_release(t0);
-  gsL_check(L, s);
+  gs_tensor *r;
+  gsL_check(L, gs_ag_nll_loss(gsL_checktensor(L, 1), gsL_checktensor(L, 2), &r));
   gsL_pushtensor(L, r);
   return 1;
 }
@@ -173,7 +168,7 @@ static int h_remove(lua_State *L) {
         for (lua_Integer j = i; j < n; j++) { lua_rawgeti(L, -2, j + 1); lua_rawseti(L, -3, j); }
         lua_pushnil(L);
         lua_rawseti(L, -3, n);
-        if (n == 1) key->has_grad_hook = false;
+        if (n == 1) gs_ag_set_grad_hook(key, false);
         break;
       }
     }
@@ -184,9 +179,7 @@ static int h_remove(lua_State *L) {
 static int m_register_post_accumulate_grad_hook(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  if (x->grad_fn || !x->requires_grad)
-    return luaL_error(L, "post accumulate grad hooks cannot be registered on non-leaf tensors or tensors that do "
-                      "not require grad");
+  gsL_check(L, gs_ag_set_grad_hook(x, true));
   gsL_register(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, HOOKS);
   lua_pushvalue(L, 1);
@@ -199,7 +192,6 @@ static int m_register_post_accumulate_grad_hook(lua_State *L) {
   }
   lua_pushvalue(L, 2);
   lua_rawseti(L, -2, luaL_len(L, -2) + 1);
-  x->has_grad_hook = true;
   lua_createtable(L, 0, 3); /* the handle */
   lua_pushvalue(L, 1);
   lua_setfield(L, -2, "_key");

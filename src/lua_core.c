@@ -4,6 +4,7 @@
  * and dims from arguments, and telling the collector about tensor memory. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gs_alloc_host.h"
@@ -319,29 +320,25 @@ static int64_t check_size_value(lua_State *L, int idx, int pos) {
       luaL_error(L, "size must be made of integers, got %s at position %d", lua_tostring(L, idx), pos);
     luaL_error(L, "size must be made of integers, got %s at position %d", luaL_typename(L, idx), pos);
   }
-  if (v < 0) luaL_error(L, "negative dimension %I in size at position %d: sizes must be >= 0", (LUAI_UACINT)v, pos);
   return v;
 }
 
+/* A size list: a table, or the numbers idx..last, of non-negative
+ * integers. The engine's gs_check_shape holds the rules (the dims limit,
+ * negatives, overflow); a list over the limit goes to it unread. */
 int gsL_checksizes(lua_State *L, int idx, int last, int64_t *shape) {
+  bool table = idx <= last && lua_istable(L, idx) && !luaL_testudata(L, idx, GSL_TENSOR_MT);
+  lua_Integer len = table ? luaL_len(L, idx) : last - idx + 1;
+  if (len > GS_MAX_DIMS) gsL_check(L, gs_check_shape(len > INT_MAX ? INT_MAX : (int)len, shape, NULL));
   int n = 0;
-  if (idx <= last && lua_istable(L, idx) && !luaL_testudata(L, idx, GSL_TENSOR_MT)) {
-    lua_Integer len = luaL_len(L, idx);
-    if (len > GS_MAX_DIMS) luaL_error(L, "tensors may have at most %d dimensions, got %I", GS_MAX_DIMS, (LUAI_UACINT)len);
-    for (lua_Integer i = 1; i <= len; i++) {
-      lua_geti(L, idx, i);
-      shape[n++] = check_size_value(L, -1, (int)i);
-      lua_pop(L, 1);
-    }
-    if (idx + 1 <= last) luaL_error(L, "give sizes either as numbers (2, 3) or as one table ({2, 3}), not both");
-    return n;
+  for (lua_Integer i = 1; i <= len; i++) {
+    if (table) lua_geti(L, idx, i);
+    else lua_pushvalue(L, idx + (int)i - 1);
+    shape[n++] = check_size_value(L, -1, (int)i);
+    lua_pop(L, 1);
   }
-  for (int i = idx; i <= last; i++) {
-    if (n >= GS_MAX_DIMS) luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
-    shape[n++] = check_size_value(L, i, i - idx + 1);
-  }
-  int64_t numel;
-  gsL_check(L, gs_check_shape(n, shape, &numel));
+  if (table && idx + 1 <= last) luaL_error(L, "give sizes either as numbers (2, 3) or as one table ({2, 3}), not both");
+  gsL_check(L, gs_check_shape(n, shape, NULL));
   return n;
 }
 

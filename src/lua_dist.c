@@ -2,6 +2,7 @@
  * torch.distributed (torch._dist). Options, 1-based dims and device lists
  * are read by the Lua halves, lua/torch/cuda_comm.lua and
  * lua/torch/distributed.lua; these take engine-ready arguments. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gs_comm.h"
@@ -65,15 +66,14 @@ static int c_reduce_add(lua_State *L) {
 static int c_scatter(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1), *outs[64];
   gs_device devs[64];
-  int n = device_list(L, 2, devs), k = 0;
+  int n = device_list(L, 2, devs), k = 0, nsizes = 0;
   int64_t sizes[64];
   bool have = !lua_isnoneornil(L, 3);
   if (have) {
     luaL_checktype(L, 3, LUA_TTABLE);
-    if ((int)luaL_len(L, 3) != n)
-      return luaL_error(L, "scatter: chunk_sizes has %d entries for %d devices (one per device expected)",
-                        (int)luaL_len(L, 3), n);
-    for (int i = 0; i < n; i++) {
+    lua_Integer len = luaL_len(L, 3);
+    nsizes = len < 0 ? 0 : len > INT_MAX ? INT_MAX : (int)len;
+    for (int i = 0; i < nsizes && i < 64; i++) {
       lua_geti(L, 3, i + 1);
       if (!lua_isinteger(L, -1)) return luaL_error(L, "scatter: chunk_sizes[%d] must be an integer", i + 1);
       sizes[i] = lua_tointeger(L, -1);
@@ -81,7 +81,7 @@ static int c_scatter(lua_State *L) {
     }
   }
   gsL_register(L, 1);
-  gsL_check(L, gs_comm_scatter(t, n, devs, have ? sizes : NULL, (int)luaL_checkinteger(L, 4), &k, outs));
+  gsL_check(L, gs_comm_scatter(t, n, devs, have ? sizes : NULL, nsizes, (int)luaL_checkinteger(L, 4), &k, outs));
   push_list(L, k, outs);
   return 1;
 }

@@ -205,12 +205,8 @@ static int random_factory(lua_State *L, bool normal) {
   int last = read_opts(L, &o, GS_FLOAT32, normal ? "torch.randn" : "torch.rand");
   int64_t shape[GS_MAX_DIMS];
   int n = gsL_checksizes(L, 1, last, shape);
-  if (!gs_dtype_is_float(o.dtype))
-    return luaL_error(L, "%s: expected a floating point dtype, got %s", normal ? "randn" : "rand", gs_dtype_name(o.dtype));
   gs_tensor *t;
-  gsL_check(L, gs_tensor_empty(o.device, o.dtype, n, shape, &t));
-  gs_status s = normal ? gs_normal_(t, 0, 1) : gs_uniform_(t, 0, 1);
-  if (s != GS_OK) { gs_tensor_release(t); gsL_raise(L); }
+  gsL_check(L, gs_rand(o.device, o.dtype, n, shape, normal, &t));
   finish(L, t, &o);
   return 1;
 }
@@ -254,24 +250,10 @@ static int l_arange(lua_State *L) {
   double a = last == 1 ? 0 : lua_tonumber(L, 1), b = lua_tonumber(L, last == 1 ? 1 : 2), step = last == 3 ? lua_tonumber(L, 3) : 1;
   gs_dtype dt = o.has_dtype ? o.dtype : any_float ? GS_FLOAT32 : GS_INT64;
   gs_tensor *t;
-  if (!any_float && dt == GS_INT64 && (fabs(a) > 0x1p53 || fabs(b) > 0x1p53 || fabs(step) > 0x1p53)) {
-    /* integers beyond 2^53 are not exact as doubles: count in int64 from 0
-     * (exact), then scale and shift with int64 arithmetic */
+  if (!any_float) {
     lua_Integer ia = last == 1 ? 0 : lua_tointeger(L, 1), ib = lua_tointeger(L, last == 1 ? 1 : 2),
                 is = last == 3 ? lua_tointeger(L, 3) : 1;
-    if (is == 0) return luaL_error(L, "arange: step must be nonzero");
-    if ((is > 0 && ib < ia) || (is < 0 && ib > ia))
-      return luaL_error(L, "arange: upper bound and larger bound inconsistent with step sign");
-    uint64_t span = is > 0 ? (uint64_t)ib - (uint64_t)ia : (uint64_t)ia - (uint64_t)ib;
-    uint64_t st = is > 0 ? (uint64_t)is : 0 - (uint64_t)is, n = span / st + (span % st != 0);
-    gs_tensor *k, *ks;
-    gsL_check(L, gs_arange(o.device, GS_INT64, 0, (double)n, 1, &k));
-    gs_status s = gs_binary_scalar(GS_B_MUL, k, gs_scalar_i(is), false, &ks);
-    gs_tensor_release(k);
-    gsL_check(L, s);
-    s = gs_binary_scalar(GS_B_ADD, ks, gs_scalar_i(ia), false, &t);
-    gs_tensor_release(ks);
-    gsL_check(L, s);
+    gsL_check(L, gs_arange_int(o.device, dt, ia, ib, is, &t));
     finish(L, t, &o);
     return 1;
   }
@@ -293,7 +275,6 @@ static int l_eye(lua_State *L) {
   opts o;
   int last = read_opts(L, &o, GS_FLOAT32, "torch.eye");
   lua_Integer n = luaL_checkinteger(L, 1), m = last >= 2 ? luaL_checkinteger(L, 2) : n;
-  if (n < 0 || m < 0) return luaL_error(L, "torch.eye: n and m must be non-negative, got %I and %I", (LUAI_UACINT)n, (LUAI_UACINT)m);
   gs_tensor *t;
   gsL_check(L, gs_eye(o.device, o.dtype, n, m, &t));
   finish(L, t, &o);
@@ -368,13 +349,7 @@ static int join(lua_State *L) {
     lua_rawseti(L, anchor, i);
   }
   int nd = n > 0 ? xs[0]->ndim + (stack ? 1 : 0) : 1;
-  int d = 0;
-  if (!lua_isnoneornil(L, 2)) {
-    lua_Integer k = luaL_checkinteger(L, 2);
-    if (k == 0 || k > nd || k < -nd)
-      return luaL_error(L, "Dimension out of range (expected to be in range of [-%d, %d] without 0, but got %I)", nd, nd, (LUAI_UACINT)k);
-    d = (int)(k > 0 ? k - 1 : k + nd);
-  }
+  int d = gsL_optdim(L, 2, nd, 0);
   gs_tensor *r;
   gsL_check(L, gs_ag_join(xs, (int)n, d, stack, &r));
   gsL_pushtensor(L, r);

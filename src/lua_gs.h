@@ -90,6 +90,9 @@ void gsL_install_allocator(lua_State *L);
 void gsL_register_methods(lua_State *L);          /* lua_tensor_methods.c */
 void gsL_register_math(lua_State *L);             /* lua_tensor_math.c */
 void gsL_register_autograd_methods(lua_State *L); /* lua_autograd.c */
+/* The operands at 1 and 2 of a binary op: each a tensor (its scalar
+ * unused) or a number (its tensor NULL); at least one tensor. */
+void gsL_operands(lua_State *L, gs_tensor **a, gs_scalar *as, gs_tensor **b, gs_scalar *bs);
 /* a op b for the tensor or number arguments 1 and 2 (lua_tensor.c). */
 int gsL_binary(lua_State *L, gs_binary_op op);
 

@@ -25,9 +25,9 @@ static int t_tostring(lua_State *L) {
 }
 
 static int t_len(lua_State *L) {
-  gs_tensor *t = gsL_checktensor(L, 1);
-  if (t->ndim == 0) return luaL_error(L, "len() of a 0-d tensor");
-  lua_pushinteger(L, t->shape[0]);
+  int64_t n;
+  gsL_check(L, gs_len(gsL_checktensor(L, 1), &n));
+  lua_pushinteger(L, n);
   return 1;
 }
 
@@ -162,16 +162,8 @@ static int t_newindex(lua_State *L) {
       if (g) gsL_register(L, 3);
       return 0;
     }
-    if (strcmp(k, "data") == 0) { /* x.data = y: take y's storage and geometry */
-      gs_tensor *y = gsL_checktensor(L, 3);
-      gs_buffer_retain(y->buf);
-      gs_buffer_release(t->buf);
-      t->buf = y->buf;
-      t->dtype = y->dtype;
-      t->ndim = y->ndim;
-      memcpy(t->shape, y->shape, sizeof t->shape);
-      memcpy(t->stride, y->stride, sizeof t->stride);
-      t->offset = y->offset;
+    if (strcmp(k, "data") == 0) {
+      gsL_check(L, gs_ag_set_data(t, gsL_checktensor(L, 3)));
       return 0;
     }
     return luaL_error(L, "cannot set field '%s' of a tensor", k);
@@ -198,17 +190,20 @@ static bool to_scalar(lua_State *L, int idx, gs_scalar *s) {
   return false;
 }
 
+void gsL_operands(lua_State *L, gs_tensor **a, gs_scalar *as, gs_tensor **b, gs_scalar *bs) {
+  *a = gsL_testtensor(L, 1);
+  *b = gsL_testtensor(L, 2);
+  *as = *bs = gs_scalar_i(0);
+  if (!*a && !*b) gsL_checktensor(L, 1);
+  int bad = !*a && !to_scalar(L, 1, as) ? 1 : !*b && !to_scalar(L, 2, bs) ? 2 : 0;
+  if (bad) luaL_error(L, "bad operand: expected a tensor or a number, got %s", luaL_typename(L, bad));
+}
+
 int gsL_binary(lua_State *L, gs_binary_op op) {
-  gs_tensor *a = gsL_testtensor(L, 1), *b = gsL_testtensor(L, 2), *r;
-  gs_scalar s;
-  if (a && b) gsL_check(L, gs_ag_binary(op, a, b, &r));
-  else if (a && to_scalar(L, 2, &s)) gsL_check(L, gs_ag_binary_scalar(op, a, s, false, &r));
-  else if (b && to_scalar(L, 1, &s)) gsL_check(L, gs_ag_binary_scalar(op, b, s, true, &r));
-  else {
-    int bad = a ? 2 : 1;
-    if (!a && !b) gsL_checktensor(L, 1);
-    return luaL_error(L, "bad operand: expected a tensor or a number, got %s", luaL_typename(L, bad));
-  }
+  gs_tensor *a, *b, *r;
+  gs_scalar as, bs;
+  gsL_operands(L, &a, &as, &b, &bs);
+  gsL_check(L, gs_ag_binary_mixed(op, a, as, b, bs, &r));
   gsL_pushtensor(L, r);
   return 1;
 }

@@ -20,98 +20,68 @@ static int unary_(lua_State *L) {
   return 1;
 }
 
-static double opt_bound(lua_State *L, int idx) {
-  if (lua_isnoneornil(L, idx)) return NAN;
-  return luaL_checknumber(L, idx);
+/* A number as the user wrote it: an integer or a float. */
+static gs_scalar check_number(lua_State *L, int idx) {
+  if (lua_isinteger(L, idx)) return gs_scalar_i(lua_tointeger(L, idx));
+  return gs_scalar_f(luaL_checknumber(L, idx));
 }
-/* clamp(min, max) or clamp({min=, max=}); either bound may be nil */
-static void clamp_args(lua_State *L, double *args) {
+
+/* clamp(min, max) or clamp({min=, max=}); either bound may be nil (its
+ * pointer NULL). */
+static void clamp_bounds(lua_State *L, gs_scalar *b, const gs_scalar **lo, const gs_scalar **hi) {
   static const char *const keys[] = {"min", "max"};
+  const gs_scalar **out[2] = {lo, hi};
   if (lua_istable(L, 2)) {
     gsL_checkoptions(L, 2, "clamp", keys, GSL_NKEYS(keys));
-    args[0] = gsL_optfield(L, 2, "min") ? (lua_pop(L, 1), (lua_getfield(L, 2, "min"), opt_bound(L, -1))) : NAN;
-    args[1] = gsL_optfield(L, 2, "max") ? (lua_pop(L, 1), (lua_getfield(L, 2, "max"), opt_bound(L, -1))) : NAN;
-  } else {
-    args[0] = opt_bound(L, 2);
-    args[1] = opt_bound(L, 3);
+    lua_settop(L, 2);
+    lua_getfield(L, 2, "min");
+    lua_getfield(L, 2, "max");
+    lua_remove(L, 2); /* min at 2, max at 3 */
   }
-  if (isnan(args[0]) && isnan(args[1])) luaL_error(L, "torch.clamp: At least one of 'min' or 'max' must not be None");
-}
-/* A fractional bound on an integer tensor promotes it, as PyTorch's
- * result_type does: clamp(int64, 1.5) is float32. */
-static bool fractional_bound(lua_State *L) {
-  if (lua_istable(L, 2)) {
-    bool frac = false;
-    if (gsL_optfield(L, 2, "min")) { frac = frac || (lua_type(L, -1) == LUA_TNUMBER && !lua_isinteger(L, -1)); lua_pop(L, 1); }
-    if (gsL_optfield(L, 2, "max")) { frac = frac || (lua_type(L, -1) == LUA_TNUMBER && !lua_isinteger(L, -1)); lua_pop(L, 1); }
-    return frac;
+  for (int i = 0; i < 2; i++) {
+    *out[i] = NULL;
+    if (!lua_isnoneornil(L, 2 + i)) { b[i] = check_number(L, 2 + i); *out[i] = &b[i]; }
   }
-  for (int i = 2; i <= 3; i++)
-    if (lua_type(L, i) == LUA_TNUMBER && !lua_isinteger(L, i)) return true;
-  return false;
 }
 
 static int m_clamp(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
-  double args[2];
-  clamp_args(L, args);
-  if (!gs_dtype_is_float(x->dtype) && fractional_bound(L)) {
-    gs_tensor *f;
-    gsL_check(L, gs_ag_to(x, gs_tensor_device(x), GS_FLOAT32, &f));
-    gs_status s = gs_ag_unary(GS_U_CLAMP, f, args, &r);
-    gs_tensor_release(f);
-    gsL_check(L, s);
-  } else {
-    gsL_check(L, gs_ag_unary(GS_U_CLAMP, x, args, &r));
-  }
+  gs_scalar b[2];
+  const gs_scalar *lo, *hi;
+  clamp_bounds(L, b, &lo, &hi);
+  gsL_check(L, gs_ag_clamp(x, lo, hi, &r));
   gsL_pushtensor(L, r);
   return 1;
 }
-
-/* PyTorch refuses a fractional alpha when both operands are integral. */
-static void check_alpha(lua_State *L, int alpha_idx) {
-  if (lua_type(L, alpha_idx) != LUA_TNUMBER || lua_isinteger(L, alpha_idx)) return;
-  gs_tensor *a = gsL_testtensor(L, 1), *b = gsL_testtensor(L, 2);
-  bool a_int = a ? !gs_dtype_is_float(a->dtype) : lua_isinteger(L, 1);
-  bool b_int = b ? !gs_dtype_is_float(b->dtype) : lua_isinteger(L, 2);
-  if (a_int && b_int) luaL_error(L, "For integral input tensors, argument alpha must not be a floating point number.");
-}
 static int m_clamp_(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
-  double args[2];
-  clamp_args(L, args);
-  gsL_check(L, gs_ag_unary_(GS_U_CLAMP, x, args));
+  gs_scalar b[2];
+  const gs_scalar *lo, *hi;
+  clamp_bounds(L, b, &lo, &hi);
+  gsL_check(L, gs_ag_clamp_(x, lo, hi));
   lua_settop(L, 1);
   return 1;
 }
 
+/* add/sub's optional alpha at 3: a number or {alpha=}; 1 when absent. */
+static gs_scalar alpha_arg(lua_State *L, const char *fn) {
+  static const char *const keys[] = {"alpha"};
+  if (lua_gettop(L) < 3) return gs_scalar_i(1);
+  if (lua_istable(L, 3)) gsL_checkoptions(L, 3, fn, keys, GSL_NKEYS(keys));
+  if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
+  gs_scalar a = check_number(L, 3);
+  lua_settop(L, 2);
+  return a;
+}
+
 /* add/sub with an optional alpha: a + alpha * b */
 static int add_sub(lua_State *L, gs_binary_op op) {
-  gs_scalar alpha = gs_scalar_i(1);
-  bool has_alpha = false;
-  if (lua_gettop(L) >= 3) {
-    static const char *const keys[] = {"alpha"};
-    if (lua_istable(L, 3)) gsL_checkoptions(L, 3, op == GS_B_ADD ? "add" : "sub", keys, GSL_NKEYS(keys));
-    if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) { lua_replace(L, 3); }
-    check_alpha(L, 3);
-    if (lua_isinteger(L, 3)) alpha = gs_scalar_i(lua_tointeger(L, 3));
-    else alpha = gs_scalar_f(luaL_checknumber(L, 3));
-    has_alpha = !(alpha.is_float ? alpha.f == 1 : alpha.i == 1);
-    lua_settop(L, 2);
-  }
-  if (has_alpha) {
-    gs_tensor *b = gsL_testtensor(L, 2), *scaled;
-    if (b) gsL_check(L, gs_ag_binary_scalar(GS_B_MUL, b, alpha, false, &scaled));
-    else {
-      double v = luaL_checknumber(L, 2) * (alpha.is_float ? alpha.f : (double)alpha.i);
-      lua_pushnumber(L, v);
-      lua_replace(L, 2);
-      return gsL_binary(L, op);
-    }
-    gsL_pushtensor(L, scaled);
-    lua_replace(L, 2);
-  }
-  return gsL_binary(L, op);
+  gs_scalar alpha = alpha_arg(L, op == GS_B_ADD ? "add" : "sub"), as, bs;
+  gs_tensor *a, *b, *r;
+  gsL_operands(L, &a, &as, &b, &bs);
+  gsL_check(L, gs_ag_add_alpha(op, a, as, b, bs, alpha, &r));
+  gsL_pushtensor(L, r);
+  return 1;
 }
 static int m_add(lua_State *L) { return add_sub(L, GS_B_ADD); }
 static int m_sub(lua_State *L) { return add_sub(L, GS_B_SUB); }
@@ -123,29 +93,18 @@ static int binary(lua_State *L) {
 /* In place: x:add_(y[, alpha]), x:mul_(2), ... returns x */
 static int binary_(lua_State *L) {
   gs_binary_op op = (gs_binary_op)lua_tointeger(L, lua_upvalueindex(1));
-  gs_tensor *x = gsL_checktensor(L, 1), *y, *scaled = NULL;
-  if ((op == GS_B_ADD || op == GS_B_SUB) && lua_gettop(L) >= 3) {
-    static const char *const keys[] = {"alpha"};
-    if (lua_istable(L, 3)) gsL_checkoptions(L, 3, op == GS_B_ADD ? "add_" : "sub_", keys, GSL_NKEYS(keys));
-    if (lua_istable(L, 3) && gsL_optfield(L, 3, "alpha")) lua_replace(L, 3);
-    check_alpha(L, 3);
-    double alpha = luaL_checknumber(L, 3);
-    if ((y = gsL_testtensor(L, 2))) {
-      gs_scalar a = lua_isinteger(L, 3) ? gs_scalar_i(lua_tointeger(L, 3)) : gs_scalar_f(alpha);
-      /* recorded, so the in-place op sees that y requires grad */
-      gsL_check(L, gs_ag_binary_scalar(GS_B_MUL, y, a, false, &scaled));
-      gsL_pushtensor(L, scaled); /* keeps it alive; collected later */
-      lua_replace(L, 2);
-    } else {
-      lua_pushnumber(L, luaL_checknumber(L, 2) * alpha);
-      lua_replace(L, 2);
-    }
-  }
-  if ((y = gsL_testtensor(L, 2))) gsL_check(L, gs_ag_binary_(op, x, y));
-  else if (lua_isinteger(L, 2)) gsL_check(L, gs_ag_binary_scalar_(op, x, gs_scalar_i(lua_tointeger(L, 2))));
-  else if (lua_type(L, 2) == LUA_TNUMBER) gsL_check(L, gs_ag_binary_scalar_(op, x, gs_scalar_f(lua_tonumber(L, 2))));
-  else if (lua_isboolean(L, 2)) gsL_check(L, gs_ag_binary_scalar_(op, x, gs_scalar_b(lua_toboolean(L, 2))));
+  gs_tensor *x = gsL_checktensor(L, 1), *y;
+  gs_scalar ys;
+  bool alpha = op == GS_B_ADD || op == GS_B_SUB;
+  gs_scalar a = alpha ? alpha_arg(L, op == GS_B_ADD ? "add_" : "sub_") : gs_scalar_i(1);
+  if ((y = gsL_testtensor(L, 2))) ys = gs_scalar_i(0);
+  else if (lua_isinteger(L, 2)) ys = gs_scalar_i(lua_tointeger(L, 2));
+  else if (lua_type(L, 2) == LUA_TNUMBER) ys = gs_scalar_f(lua_tonumber(L, 2));
+  else if (lua_isboolean(L, 2)) ys = gs_scalar_b(lua_toboolean(L, 2));
   else return luaL_error(L, "bad argument #1: expected a tensor or a number, got %s", luaL_typename(L, 2));
+  if (alpha) gsL_check(L, gs_ag_add_alpha_(op, x, y, ys, a));
+  else if (y) gsL_check(L, gs_ag_binary_(op, x, y));
+  else gsL_check(L, gs_ag_binary_scalar_(op, x, ys));
   lua_settop(L, 1);
   return 1;
 }

@@ -346,12 +346,11 @@ static void push_element(lua_State *L, gs_dtype dt, const char *p) {
 }
 
 static int m_item(lua_State *L) {
-  gs_tensor *x = gsL_checktensor(L, 1), *h;
-  int64_t n = gs_numel(x);
-  if (n != 1) return luaL_error(L, "a Tensor with %I elements cannot be converted to Scalar (item() needs exactly one element)", (LUAI_UACINT)n);
-  gsL_check(L, gs_to_host_contiguous(x, &h));
-  push_element(L, h->dtype, gs_tensor_ptr(h));
-  gs_tensor_release(h);
+  gs_scalar v;
+  gsL_check(L, gs_item(gsL_checktensor(L, 1), &v));
+  if (v.is_bool) lua_pushboolean(L, v.i != 0);
+  else if (v.is_float) lua_pushnumber(L, v.f);
+  else lua_pushinteger(L, v.i);
   return 1;
 }
 
