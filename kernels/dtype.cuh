@@ -2,7 +2,9 @@
  * float16 and bfloat16 from and to float (round to nearest even, the same
  * NaN and overflow handling), float to integer the x86 PyTorch way (NaN
  * and out of range give INT64_MIN), and loads/stores of any dtype through
- * a small tagged value, mirroring cpu_copy.c's LD_ and ST_ macros. */
+ * a small tagged value, following gs_dtype_hd.h's per-dtype gs_ld_<d> and
+ * gs_st_<d>_f / gs_st_<d>_i (which the CPU copy loops use; these could
+ * call them once a GPU run checks that they compile to the same). */
 #ifndef GS_DTYPE_CUH
 #define GS_DTYPE_CUH
 
@@ -18,7 +20,7 @@ __device__ __forceinline__ uint16_t gs_d_float_to_bf16(float f) { return gs_floa
 __device__ __forceinline__ int64_t gs_d_f64_to_i64(double v) { return gs_float_to_int64(v); }
 
 /* One element as loaded: floats as double (exact for every float type),
- * integers and bool as int64, as cpu_copy.c's LD_ macros give them. */
+ * integers and bool as int64, as gs_dtype_hd.h's gs_ld_<d> give them. */
 struct gs_val { bool is_int; double f; int64_t i; };
 
 __device__ __forceinline__ gs_val gs_d_load(int dt, const char *p) {
@@ -38,7 +40,7 @@ __device__ __forceinline__ gs_val gs_d_load(int dt, const char *p) {
   return v;
 }
 
-/* Stores v converted to dt the way cpu_copy.c's ST_ macros do: an integer
+/* Stores v converted to dt the way gs_dtype_hd.h's gs_st_<d>_* do: an integer
  * goes to a float type directly (no detour through double), a float to an
  * integer type through gs_f64_to_i64 then truncation. */
 __device__ __forceinline__ void gs_d_store(int dt, char *p, gs_val v) {

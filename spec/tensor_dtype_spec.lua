@@ -177,6 +177,23 @@ describe("conversions between all dtypes match PyTorch", function()
   end
 end)
 
+describe("integer -> float conversion", function()
+  -- 2^60 + 2^36 + 1 lies just above halfway between two float32 values;
+  -- rounded once (C's int64 -> float, PyTorch's static_cast) it goes up to
+  -- 2^60 + 2^37. Through double first it would lose the +1, land exactly
+  -- halfway and round to even: 2^60.
+  local v, up = (1 << 60) + (1 << 36) + 1, (1 << 60) + (1 << 37)
+  it("rounds once, the same in a copy, fill_, full and a tensor element assignment", function()
+    assert.are.equal(up, torch.tensor({v}):to(torch.float32):item())
+    assert.are.equal(up, torch.tensor({v}):t():to(torch.float32):item())
+    assert.are.equal(up, torch.zeros(1):fill_(v):item())
+    assert.are.equal(up, torch.full({1}, v, {dtype = torch.float32}):item())
+    local x = torch.zeros(2)
+    x[2] = v
+    assert.are.equal(up, x[2]:item())
+  end)
+end)
+
 describe("float -> integer conversion", function()
   it("truncates toward zero", function()
     local x = torch.tensor({2.7, -2.7, 0.5, -0.5, 3.0, -3.0})

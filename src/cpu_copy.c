@@ -3,38 +3,17 @@
 #include <string.h>
 #include "backend_cpu.h"
 #include "cpu_iter.h"
+#include "gs_dtype_hd.h"
 
-static inline int64_t i64_of_f(double v) { return gs_f64_to_i64(v); }
-static inline int64_t i64_of_i(int64_t v) { return v; }
-#define TO_I64(v) _Generic((v), float: i64_of_f, double: i64_of_f, default: i64_of_i)(v)
-
-#define LD_f32(p) (*(const float *)(p))
-#define LD_f64(p) (*(const double *)(p))
-#define LD_f16(p) gs_half_to_float(*(const uint16_t *)(p))
-#define LD_bf16(p) gs_bf16_to_float(*(const uint16_t *)(p))
-#define LD_i64(p) (*(const int64_t *)(p))
-#define LD_i32(p) ((int64_t) * (const int32_t *)(p))
-#define LD_i16(p) ((int64_t) * (const int16_t *)(p))
-#define LD_i8(p) ((int64_t) * (const int8_t *)(p))
-#define LD_u8(p) ((int64_t) * (const uint8_t *)(p))
-#define LD_b8(p) ((int64_t)(*(const uint8_t *)(p) != 0))
-
-#define ST_f32(p, v) (*(float *)(p) = (float)(v))
-#define ST_f64(p, v) (*(double *)(p) = (double)(v))
-#define ST_f16(p, v) (*(uint16_t *)(p) = gs_float_to_half((float)(v)))
-#define ST_bf16(p, v) (*(uint16_t *)(p) = gs_float_to_bf16((float)(v)))
-#define ST_i64(p, v) (*(int64_t *)(p) = TO_I64(v))
-#define ST_i32(p, v) (*(int32_t *)(p) = (int32_t)TO_I64(v))
-#define ST_i16(p, v) (*(int16_t *)(p) = (int16_t)TO_I64(v))
-#define ST_i8(p, v) (*(int8_t *)(p) = (int8_t)TO_I64(v))
-#define ST_u8(p, v) (*(uint8_t *)(p) = (uint8_t)TO_I64(v))
-#define ST_b8(p, v) (*(uint8_t *)(p) = (v) != 0)
-
+/* One loop per (source, destination) pair, with the element rules of
+ * gs_dtype_hd.h: the source read at its own precision, then the store for
+ * a float or an integer value, picked by the loaded value's C type. */
+#define STORE(D, p, v) _Generic((v), float: gs_st_##D##_f, double: gs_st_##D##_f, default: gs_st_##D##_i)(p, v)
 #define CONV(S, D)                                                          \
   static void conv_##S##_##D(char **d, const int64_t *s, int64_t n, void *ctx) { \
     char *o = d[0];                                                         \
     const char *q = d[1];                                                   \
-    for (int64_t i = 0; i < n; i++, o += s[0], q += s[1]) ST_##D(o, LD_##S(q)); \
+    for (int64_t i = 0; i < n; i++, o += s[0], q += s[1]) STORE(D, o, gs_ld_##S(q)); \
   }
 #define CONV_ROW(S) CONV(S, f32) CONV(S, f64) CONV(S, f16) CONV(S, bf16) CONV(S, i64) \
   CONV(S, i32) CONV(S, i16) CONV(S, i8) CONV(S, u8) CONV(S, b8)

@@ -46,6 +46,14 @@ static gs_status unary_compute(gs_unary_op op, const gs_tensor *x, const double 
   return s;
 }
 
+/* The in-place ops' general path: the result r computed out of place,
+ * then copied into x (converting to x's dtype); r is released. */
+static gs_status copy_into(gs_tensor *x, gs_tensor *r) {
+  gs_status s = gs_copy_(x, r);
+  gs_tensor_release(r);
+  return s;
+}
+
 gs_status gs_unary(gs_unary_op op, const gs_tensor *x, const double *args, gs_tensor **out) {
   GS_TRY(unary_check(op, x, args));
   return unary_compute(op, x, args, unary_result(op, x->dtype), out);
@@ -68,9 +76,7 @@ gs_status gs_unary_(gs_unary_op op, gs_tensor *x, const double *args) {
   }
   gs_tensor *r;
   GS_TRY(unary_compute(op, x, args, rt, &r));
-  gs_status s = gs_copy_(x, r);
-  gs_tensor_release(r);
-  return s;
+  return copy_into(x, r);
 }
 
 static bool is_comparison(gs_binary_op op) { return op >= GS_B_EQ; }
@@ -218,9 +224,7 @@ static gs_status binary_inplace(gs_binary_op op, gs_tensor *a, const gs_tensor *
   }
   gs_tensor *r;
   GS_TRY(binary_compute(op, a, b, promoted, &r));
-  gs_status s = gs_copy_(a, r);
-  gs_tensor_release(r);
-  return s;
+  return copy_into(a, r);
 }
 
 gs_status gs_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b) {

@@ -31,6 +31,13 @@ gs_status gs_scalar_fits(gs_dtype dt, gs_scalar v) {
   return gs_error("value cannot be converted to type %s without overflow: %s", gs_dtype_name(dt), num);
 }
 
+/* A new tensor, filled (fill_status: how the filling went), or released. */
+static gs_status fresh(gs_tensor *t, gs_status fill_status, gs_tensor **out) {
+  if (fill_status != GS_OK) { gs_tensor_release(t); return fill_status; }
+  *out = t;
+  return GS_OK;
+}
+
 gs_status gs_fill_(gs_tensor *x, gs_scalar v) {
   const gs_backend *be;
   GS_DISPATCH(be, x, fill, "fill_");
@@ -51,9 +58,7 @@ gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs
   gs_tensor *t;
   GS_TRY(gs_tensor_empty(dev, dt, ndim, shape, &t));
   gs_status s = gs_fill_(t, v);
-  if (s != GS_OK) { gs_tensor_release(t); return s; }
-  *out = t;
-  return GS_OK;
+  return fresh(t, s, out);
 }
 
 /* step's sign (-1, 0, 1) against end's side of start (end_vs_start: the
@@ -78,9 +83,7 @@ gs_status gs_arange(gs_device dev, gs_dtype dt, double start, double end, double
   const gs_backend *be = gs_device_backend(gs_tensor_device(t));
   gs_log_op("arange", t);
   gs_status s = be->arange ? be->arange(t, start, step) : gs_no_kernel("arange", t);
-  if (s != GS_OK) { gs_tensor_release(t); return s; }
-  *out = t;
-  return GS_OK;
+  return fresh(t, s, out);
 }
 
 gs_status gs_arange_int(gs_device dev, gs_dtype dt, int64_t start, int64_t end, int64_t step, gs_tensor **out) {
@@ -135,9 +138,7 @@ gs_status gs_linspace(gs_device dev, gs_dtype dt, double start, double end, int6
     gs_tensor_release(src);
   }
   gs_tensor_release(h);
-  if (s != GS_OK) { gs_tensor_release(r); return s; }
-  *out = r;
-  return GS_OK;
+  return fresh(r, s, out);
 }
 
 gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **out) {
@@ -150,9 +151,7 @@ gs_status gs_eye(gs_device dev, gs_dtype dt, int64_t n, int64_t m, gs_tensor **o
   diag = gs_tensor_view_of(t, 1, &len, &stride, 0);
   gs_status s = diag ? gs_fill_(diag, gs_scalar_i(1)) : gs_error_code(GS_ERR_OOM, "out of memory");
   gs_tensor_release(diag);
-  if (s != GS_OK) { gs_tensor_release(t); return s; }
-  *out = t;
-  return GS_OK;
+  return fresh(t, s, out);
 }
 
 /* ---- random ---- */
@@ -227,10 +226,14 @@ gs_status gs_rand(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, bo
     return gs_error("%s: expected a floating point dtype, got %s", normal ? "randn" : "rand", gs_dtype_name(dt));
   gs_tensor *t;
   GS_TRY(gs_tensor_empty(dev, dt, ndim, shape, &t));
-  gs_status s = normal ? gs_normal_(t, 0, 1) : gs_uniform_(t, 0, 1);
-  if (s != GS_OK) { gs_tensor_release(t); return s; }
-  *out = t;
-  return GS_OK;
+  return fresh(t, normal ? gs_normal_(t, 0, 1) : gs_uniform_(t, 0, 1), out);
+}
+
+gs_status gs_randint(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, int64_t lo, int64_t hi,
+                     gs_tensor **out) {
+  gs_tensor *t;
+  GS_TRY(gs_tensor_empty(dev, dt, ndim, shape, &t));
+  return fresh(t, gs_randint_(t, lo, hi), out);
 }
 
 gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi) {
@@ -310,7 +313,5 @@ gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_t
   if (s == GS_OK && in_place) r->buf->version++;
   gs_tensor_release(keys);
   gs_tensor_release(idx);
-  if (s != GS_OK) { gs_tensor_release(r); return s; }
-  *out = r;
-  return GS_OK;
+  return fresh(r, s, out);
 }

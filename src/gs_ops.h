@@ -130,6 +130,9 @@ gs_status gs_normal_(gs_tensor *x, double mean, double std);
  * U[0, 1) or N(0, 1) */
 gs_status gs_rand(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, bool normal, gs_tensor **out);
 gs_status gs_randint_(gs_tensor *x, int64_t lo, int64_t hi);
+/* torch.randint: a new tensor of integers drawn from [lo, hi) */
+gs_status gs_randint(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, int64_t lo, int64_t hi,
+                     gs_tensor **out);
 /* first .. first+n-1 in random order, built on dev in dtype dt (every
  * value must be exact in dt) */
 gs_status gs_randperm(gs_device dev, gs_dtype dt, int64_t n, int64_t first, gs_tensor **out);

@@ -223,9 +223,7 @@ static int l_randint(lua_State *L) {
   int64_t shape[GS_MAX_DIMS];
   int n = gsL_checksizes(L, size_at, last, shape);
   gs_tensor *t;
-  gsL_check(L, gs_tensor_empty(o.device, o.dtype, n, shape, &t));
-  gs_status s = gs_randint_(t, lo, hi);
-  if (s != GS_OK) { gs_tensor_release(t); gsL_raise(L); }
+  gsL_check(L, gs_randint(o.device, o.dtype, n, shape, lo, hi, &t));
   finish(L, t, &o);
   return 1;
 }
