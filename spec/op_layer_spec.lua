@@ -397,4 +397,21 @@ describe("rules the engine holds for numbers, counts and assignments", function(
     H.errors(function() return torch.zeros({ 2, -1 }) end, "negative dimension -1 in size at position 2")
     H.errors(function() return torch.zeros(2, 3, -4) end, "negative dimension -4 in size at position 3")
   end)
+
+  it("the dimensions limit is one rule (16) for every way of making a shape", function()
+    local MSG = "tensors may have at most 16 dimensions, got 17"
+    local ones = {}
+    for i = 1, 17 do ones[i] = 1 end
+    local x = torch.zeros(1)
+    H.errors(function() return torch.zeros(ones) end, MSG)
+    H.errors(function() return torch.zeros(table.unpack(ones)) end, MSG)
+    H.errors(function() return x:view(ones) end, MSG)
+    H.errors(function() return x:view(table.unpack(ones)) end, MSG)
+    H.errors(function() return x:reshape(ones) end, MSG)
+    H.errors(function() return x:expand(ones) end, MSG)
+    H.errors(function() return x:expand(table.unpack(ones)) end, MSG)
+    local x16 = torch.zeros(table.unpack(ones, 1, 16))
+    assert.are.equal(16, x16:dim())
+    H.errors(function() return x16:unsqueeze(1) end, MSG)
+  end)
 end)

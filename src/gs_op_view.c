@@ -61,7 +61,7 @@ static bool view_strides(const gs_tensor *x, int ndim, const int64_t *shape, int
 
 gs_status gs_view(const gs_tensor *x, int ndim, const int64_t *in, gs_tensor **out) {
   int64_t shape[GS_MAX_DIMS], stride[GS_MAX_DIMS];
-  if (ndim > GS_MAX_DIMS) return gs_error("tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, ndim);
+  GS_TRY(gs_check_ndim(ndim));
   GS_TRY(infer_shape(x, ndim, in, shape));
   if (!view_strides(x, ndim, shape, stride))
     return gs_error("view size is not compatible with input tensor's size and stride (at least one dimension "
@@ -71,7 +71,7 @@ gs_status gs_view(const gs_tensor *x, int ndim, const int64_t *in, gs_tensor **o
 
 gs_status gs_reshape(const gs_tensor *x, int ndim, const int64_t *in, gs_tensor **out) {
   int64_t shape[GS_MAX_DIMS], stride[GS_MAX_DIMS];
-  if (ndim > GS_MAX_DIMS) return gs_error("tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, ndim);
+  GS_TRY(gs_check_ndim(ndim));
   GS_TRY(infer_shape(x, ndim, in, shape));
   if (view_strides(x, ndim, shape, stride)) return make_view(x, ndim, shape, stride, x->offset, out);
   gs_tensor *c;
@@ -179,7 +179,7 @@ gs_status gs_select(const gs_tensor *x, int dim, int64_t index, gs_tensor **out)
 }
 
 gs_status gs_unsqueeze(const gs_tensor *x, int dim, gs_tensor **out) {
-  if (x->ndim >= GS_MAX_DIMS) return gs_error("tensors may have at most %d dimensions", GS_MAX_DIMS);
+  GS_TRY(gs_check_ndim(x->ndim + 1));
   int64_t shape[GS_MAX_DIMS], stride[GS_MAX_DIMS];
   int n = 0;
   for (int i = 0; i <= x->ndim; i++) {
@@ -208,7 +208,7 @@ gs_status gs_expand_to(const gs_tensor *x, int ndim, const int64_t *in, gs_tenso
   if (ndim < x->ndim)
     return gs_error("expand: the number of sizes provided (%d) must be greater or equal to the number of "
                     "dimensions in the tensor (%d)", ndim, x->ndim);
-  if (ndim > GS_MAX_DIMS) return gs_error("tensors may have at most %d dimensions", GS_MAX_DIMS);
+  GS_TRY(gs_check_ndim(ndim));
   for (int i = 0; i < ndim; i++) {
     int j = x->ndim - ndim + i;
     if (in[i] == -1) {

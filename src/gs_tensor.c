@@ -101,9 +101,14 @@ void gs_buffer_release(gs_buffer *b) {
   header_free(b);
 }
 
-gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel) {
+gs_status gs_check_ndim(int64_t ndim) {
   if (ndim < 0 || ndim > GS_MAX_DIMS)
-    return gs_error("tensors may have at most %d dimensions, got %d", GS_MAX_DIMS, ndim);
+    return gs_error("tensors may have at most %d dimensions, got %lld", GS_MAX_DIMS, (long long)ndim);
+  return GS_OK;
+}
+
+gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel) {
+  GS_TRY(gs_check_ndim(ndim));
   int64_t n = 1, span = 1; /* span: product ignoring zeros, so strides cannot overflow either */
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)

@@ -74,7 +74,9 @@ void gs_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
  * dims, at least 1: a single element is shape 1 with strides 0. Shared by
  * the CPU iterator and the CUDA elementwise descriptor. */
 int gs_merge_dims(int nops, const gs_tensor *const *ops, int64_t *shape, int64_t (*stride)[GS_MAX_DIMS]);
-gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel); /* negatives, overflow */
+/* The one limit on dimensions: ndim must be 0..GS_MAX_DIMS. */
+gs_status gs_check_ndim(int64_t ndim);
+gs_status gs_check_shape(int ndim, const int64_t *shape, int64_t *numel); /* gs_check_ndim, negatives, overflow */
 static inline gs_device gs_tensor_device(const gs_tensor *t) { return t->buf->device; }
 static inline char *gs_tensor_ptr(const gs_tensor *t) {
   return (char *)t->buf->data + t->offset * (int64_t)gs_dtype_size(t->dtype);

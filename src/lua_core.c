@@ -329,7 +329,7 @@ static int64_t check_size_value(lua_State *L, int idx, int pos) {
 int gsL_checksizes(lua_State *L, int idx, int last, int64_t *shape) {
   bool table = idx <= last && lua_istable(L, idx) && !luaL_testudata(L, idx, GSL_TENSOR_MT);
   lua_Integer len = table ? luaL_len(L, idx) : last - idx + 1;
-  if (len > GS_MAX_DIMS) gsL_check(L, gs_check_shape(len > INT_MAX ? INT_MAX : (int)len, shape, NULL));
+  gsL_check(L, gs_check_ndim(len < 0 ? 0 : len));
   int n = 0;
   for (lua_Integer i = 1; i <= len; i++) {
     if (table) lua_geti(L, idx, i);

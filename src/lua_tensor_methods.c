@@ -61,10 +61,10 @@ static int m_view(lua_State *L) {
     int last = lua_gettop(L);
     if (last == 2 && lua_istable(L, 2)) {
       lua_Integer len = luaL_len(L, 2);
-      if (len > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+      gsL_check(L, gs_check_ndim(len < 0 ? 0 : len));
       for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = gsL_topinteger(L, "view/reshape: a size"); lua_pop(L, 1); }
     } else {
-      if (last - 1 > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+      gsL_check(L, gs_check_ndim(last - 1));
       for (int i = 2; i <= last; i++) {
         if (!lua_isinteger(L, i)) return luaL_error(L, "view/reshape: sizes must be integers, got %s at position %d", luaL_typename(L, i), i - 1);
         shape[n++] = lua_tointeger(L, i);
@@ -122,11 +122,11 @@ static int m_expand(lua_State *L) {
   if (like) { n = like->ndim; memcpy(shape, like->shape, sizeof(int64_t) * (size_t)n); }
   else if (lua_istable(L, 2)) {
     lua_Integer len = luaL_len(L, 2);
-    if (len > GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+    gsL_check(L, gs_check_ndim(len < 0 ? 0 : len));
     for (lua_Integer i = 1; i <= len; i++) { lua_geti(L, 2, i); shape[n++] = gsL_topinteger(L, "expand: a size"); lua_pop(L, 1); }
   } else {
     for (int i = 2; i <= lua_gettop(L); i++) {
-      if (n >= GS_MAX_DIMS) return luaL_error(L, "tensors may have at most %d dimensions", GS_MAX_DIMS);
+      if (n >= GS_MAX_DIMS) gsL_check(L, gs_check_ndim(lua_gettop(L) - 1));
       shape[n++] = luaL_checkinteger(L, i);
     }
   }
