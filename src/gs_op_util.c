@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gs_ops.h"
+#include "gs_stream.h"
 
 bool gs_log_placement = false;
 gs_transfer_stats gs_transfers;
@@ -191,6 +192,8 @@ static gs_status copy_across(gs_tensor *dst, const gs_tensor *src, bool non_bloc
     count(c, bytes);
     return GS_OK;
   }
+  /* a copy from a real GPU to the host waits for it (cudaMemcpy) */
+  if (dd.type == GS_CPU) GS_TRY(gs_sync_note("a copy to the host"));
   bool direct = dst->dtype == src->dtype && gs_is_contiguous(dst);
   gs_tensor *s0 = NULL, *stage = NULL;
   gs_status st = gs_contiguous(src, &s0);

@@ -383,7 +383,7 @@ static gs_status take_errors(int dev) {
 }
 
 /* The sync debug mode's check, before the host waits for a device. */
-static gs_status sync_note(const char *what) {
+gs_status gs_sync_note(const char *what) {
   if (!what || sync_mode == 0) return GS_OK;
   if (sync_mode == 2) {
     gs_sync_warning = what; /* the binding names the user's call and line */
@@ -395,7 +395,7 @@ static gs_status sync_note(const char *what) {
 }
 
 gs_status gs_queue_sync_stream(int dev, int id, const char *what) {
-  GS_TRY(sync_note(what));
+  GS_TRY(gs_sync_note(what));
   stream *s = stream_of(dev, id);
   GS_TRY(host_wait_stream(s, s->enqueued));
   reap(s);
@@ -403,7 +403,7 @@ gs_status gs_queue_sync_stream(int dev, int id, const char *what) {
 }
 
 gs_status gs_queue_wait_seq(int dev, int id, uint64_t seq, const char *what, bool report) {
-  GS_TRY(sync_note(what));
+  GS_TRY(gs_sync_note(what));
   stream *s = stream_of(dev, id);
   GS_TRY(host_wait_stream(s, seq));
   reap(s);
@@ -421,14 +421,14 @@ static gs_status wait_device(int dev) {
 }
 
 gs_status gs_queue_sync_device(int dev, const char *what) {
-  GS_TRY(sync_note(what));
+  GS_TRY(gs_sync_note(what));
   GS_TRY(wait_device(dev));
   gs_queue_collect(dev);
   return take_errors(dev);
 }
 
 gs_status gs_queue_sync_all(const char *what) {
-  GS_TRY(sync_note(what));
+  GS_TRY(gs_sync_note(what));
   for (int i = 0; i < ndevs; i++) GS_TRY(wait_device(i));
   gs_status st = GS_OK;
   for (int i = 0; i < ndevs; i++) {
@@ -452,7 +452,7 @@ void gs_queue_drain_device(int dev) {
 
 gs_status gs_buffer_host_wait(gs_buffer *b, const char *what) {
   int dev = b->device.index;
-  GS_TRY(sync_note(what));
+  GS_TRY(gs_sync_note(what));
   if (b->uses_lost) {
     for (int i = 0; i < ndevs; i++) GS_TRY(wait_device(i));
     b->uses_lost = false;
@@ -575,7 +575,7 @@ bool gs_event_query(gs_event *e) {
 
 gs_status gs_event_synchronize(gs_event *e) {
   if (!e->recorded) return GS_OK;
-  GS_TRY(sync_note("Event.synchronize"));
+  GS_TRY(gs_sync_note("Event.synchronize"));
   GS_TRY(host_wait_stream(stream_of(e->dev, e->stream), e->seq));
   return take_errors(e->dev);
 }

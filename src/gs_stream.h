@@ -146,6 +146,9 @@ void gs_queue_busy(int dev, uint64_t *busy_ns, uint64_t *kernels);
  * error. A synchronising call in mode 1 leaves its name in
  * gs_sync_warning for the binding layer to print with the user's line. */
 void gs_set_sync_debug_mode(int mode);
+/* The check itself, before any host wait for a device (real ones too):
+ * an error in mode 2, a pending warning in mode 1. */
+gs_status gs_sync_note(const char *what);
 int gs_get_sync_debug_mode(void);
 extern _Thread_local const char *gs_sync_warning;
 

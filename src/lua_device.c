@@ -151,18 +151,19 @@ static int c_utilization(lua_State *L) {
 
 /* ---- synchronisation and memory ---- */
 
+/* One sync-debug note for the call (the devices' own notes are dropped,
+ * so 'warn' prints one line however many devices there are). */
 static int c_synchronize(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) {
-    for (int i = 0; i < gs_cuda_device_count(); i++) {
-      gs_device d = {GS_CUDA, i};
-      const gs_backend *be = gs_device_backend(d);
-      if (be && be->synchronize) gsL_check(L, be->synchronize(i));
-    }
-    return 0;
+  gs_device d = {GS_CUDA, -1};
+  if (!lua_isnoneornil(L, 1)) d = cuda_arg(L, 1, "synchronize");
+  gsL_check(L, gs_sync_note("torch.cuda.synchronize"));
+  for (int i = 0; i < gs_cuda_device_count(); i++) {
+    if (d.index >= 0 && i != d.index) continue;
+    const gs_backend *be = gs_device_backend((gs_device){GS_CUDA, i});
+    gs_status st = be && be->synchronize ? be->synchronize(i) : GS_OK;
+    gs_sync_warning = NULL;
+    gsL_check(L, st);
   }
-  gs_device d = cuda_arg(L, 1, "synchronize");
-  const gs_backend *be = gs_device_backend(d);
-  if (be && be->synchronize) gsL_check(L, be->synchronize(d.index));
   return 0;
 }
 

@@ -165,12 +165,15 @@ static void user_where(lua_State *L, char *buf, size_t len) {
  * engine's description ("a copy to the host"). */
 static void call_name(lua_State *L, const char *what, char *buf, size_t len) {
   lua_Debug ar;
-  if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name && strncmp(ar.name, "__", 2) != 0)
-    snprintf(buf, len, "%s()", ar.name);
-  else if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name && strstr(ar.name, "tostring"))
-    snprintf(buf, len, "print");
-  else
-    snprintf(buf, len, "%s", what);
+  /* the C function itself, or, for a metamethod (__tostring) run by
+   * print or tostring, the function that ran it */
+  for (int level = 0; level < 2 && lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "n", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
+    if (strcmp(ar.name, "print") == 0) snprintf(buf, len, "print");
+    else snprintf(buf, len, "%s()", ar.name);
+    return;
+  }
+  snprintf(buf, len, "%s", what);
 }
 
 void gsL_sync_warn(lua_State *L) {

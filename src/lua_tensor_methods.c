@@ -365,11 +365,24 @@ static void push_list(lua_State *L, const gs_tensor *h, int d, const char *p) {
   }
 }
 
+/* The nested lists tolist() builds: one per index of every leading dim. A
+ * tensor with no elements can still ask for billions (shape {2^31, 0}),
+ * which would take minutes and all memory: refuse beyond 2^27. */
+#define TOLIST_MAX_TABLES ((int64_t)1 << 27)
+
 static int m_tolist(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *h;
+  int64_t tables = 1, level = 1;
+  for (int d = 0; d + 1 < x->ndim && tables <= TOLIST_MAX_TABLES; d++) {
+    level = x->shape[d] > TOLIST_MAX_TABLES / (level ? level : 1) ? TOLIST_MAX_TABLES + 1 : level * x->shape[d];
+    tables += level;
+  }
+  if (tables > TOLIST_MAX_TABLES)
+    return luaL_error(L, "tolist: a tensor of this shape needs more than %I nested Lua tables (at most %I)",
+                      (LUAI_UACINT)TOLIST_MAX_TABLES, (LUAI_UACINT)TOLIST_MAX_TABLES);
   gsL_check(L, gs_to_host_contiguous(x, &h));
+  gsL_pushtensor(L, h); /* anchored: a table too big to build raises, and h is collected */
   push_list(L, h, 0, gs_tensor_ptr(h));
-  gs_tensor_release(h);
   return 1;
 }
 
