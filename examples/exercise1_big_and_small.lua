@@ -6,46 +6,118 @@
 --   build/gshell --sim-gpus 2 examples/exercise1_big_and_small.lua [N]
 --   build/gshell examples/exercise1_big_and_small.lua          (CPU only)
 --
--- Timing is kept simple here: synchronise, read torch.clock(), run,
--- synchronise, read it again (examples/timing.lua explains why). On
--- simulated GPUs the device time is the host's, so expect no speed-up:
--- the point is the method. N is the big matrix size (default 256).
+-- The learner's code (seeds/001) timed 100 products of 500x500 matrices
+-- with a clock around the loop and got puzzling numbers: the GPU slower
+-- than the CPU in a fresh process, 30 times faster on a second run in
+-- Jupyter. Two things hide in such a clock:
+--   * asynchrony: an op on a GPU checks its arguments, queues its kernel
+--     and returns. The clock stops when the work is queued, not done.
+--     torch.cuda.synchronize() waits for it; a CUDA Event recorded before
+--     and after the work measures it on the device itself.
+--   * the cold start: the first use of a device sets it up (a context,
+--     the allocator's first memory). Simulated GPUs can model that cost
+--     (GSHELL_SIM_CONTEXT_MS=300, see docs/time.md).
+-- Each row below times the same loop a different way. N is the matrix
+-- size (default 256; the book used 500).
 torch = torch or require("torch")
 try_gpu = try_gpu or torch.try_gpu
 
 local N = tonumber(arg and arg[1]) or 256
+local REPS = 100
 local dev = try_gpu()
+local queued = dev.type == "cuda" -- only CUDA devices queue work
 
--- Seconds per call of fn(), devices synchronised around the loop.
-local function time(fn, reps)
-  fn() -- warm up: first calls pay for lazy set-up
+-- The learner's loop: REPS products of n x n matrices of ones on d.
+-- `<close>` frees each temporary at the end of its iteration (Python's
+-- reference counting does the same); a freed tensor whose kernel is still
+-- queued stays alive until that kernel has run.
+local function products(d, n)
+  return function()
+    for _ = 1, REPS do
+      local A <close> = torch.ones(n, n, { device = d })
+      local B <close> = torch.ones(n, n, { device = d })
+      local C <close> = torch.matmul(A, B)
+    end
+  end
+end
+
+local function ms(s) return s * 1e3 end
+
+-- The clock around the loop, nothing else: what the learner measured.
+local function clock_only(fn)
+  local t0 = torch.clock()
+  fn()
+  return ms(torch.clock() - t0)
+end
+
+-- The clock around the loop, the devices drained before and after.
+local function clock_synced(fn)
   torch.cuda.synchronize()
   local t0 = torch.clock()
-  for _ = 1, reps do fn() end
+  fn()
   torch.cuda.synchronize()
-  return (torch.clock() - t0) / reps
+  return ms(torch.clock() - t0)
 end
 
-local function report(what, cpu_s, dev_s)
-  print(string.format("%-28s cpu %9.3f ms   %s %9.3f ms   ratio %.2f", what, cpu_s * 1e3,
-    tostring(dev), dev_s * 1e3, cpu_s / dev_s))
+-- The device's own measure: events recorded on its stream around the
+-- work; elapsed_time reads milliseconds once the second event has run.
+local function events(fn)
+  local start = torch.cuda.Event({ enable_timing = true })
+  local stop = torch.cuda.Event({ enable_timing = true })
+  start:record()
+  fn()
+  stop:record()
+  stop:synchronize()
+  return start:elapsed_time(stop)
 end
 
-print("device:", dev)
-local a_cpu = torch.rand(N, N)
-local a_dev = a_cpu:to(dev)
-report(string.format("big: %dx%d matmul", N, N),
-  time(function() return a_cpu:matmul(a_cpu) end, 5),
-  time(function() return a_dev:matmul(a_dev) end, 5))
+local function row(what, cpu_ms, dev_ms, note)
+  print(string.format("  %-34s %10s %10s%s", what, cpu_ms and string.format("%.2f ms", cpu_ms) or "-",
+    dev_ms and string.format("%.2f ms", dev_ms) or "-", note and ("   " .. note) or ""))
+end
 
--- a small task: the fixed cost of launching work dominates
-local s_cpu = torch.rand(4, 4)
-local s_dev = s_cpu:to(dev)
-report("small: 4x4 add",
-  time(function() return s_cpu + s_cpu end, 200),
-  time(function() return s_dev + s_dev end, 200))
+local function compare(n)
+  local cpu_work, dev_work = products("cpu", n), products(dev, n)
+  print(string.format("\n%-36s %10s %10s", string.format("%d products of %dx%d matrices", REPS, n, n), "cpu",
+    tostring(dev)))
+  -- first run in this process: pays for setting the device up
+  row("first run, clock only", clock_only(cpu_work), clock_only(dev_work), queued and "<- the learner's cold run" or nil)
+  torch.cuda.synchronize() -- let the first run finish before the next row
+  local cpu_q, dev_q = clock_only(cpu_work), clock_only(dev_work)
+  local drain
+  if queued then
+    local t0 = torch.clock()
+    torch.cuda.synchronize()
+    drain = ms(torch.clock() - t0)
+  end
+  row("warm, clock only", cpu_q, dev_q, queued and "<- only the time to queue the work" or nil)
+  if queued then
+    row("  ...then synchronize() waited", nil, drain, "for the work still queued")
+  end
+  row("warm, clock around synchronize()", clock_synced(cpu_work), clock_synced(dev_work), "<- the right way")
+  if queued then row("warm, CUDA events (device time)", nil, events(dev_work)) end
+end
 
--- the results agree wherever they were computed
-local diff = (a_cpu:matmul(a_cpu) - a_dev:matmul(a_dev):cpu()):abs():max():item()
-print(string.format("largest difference cpu vs %s: %.3g", tostring(dev), diff))
-assert(diff < 1e-2 * N, "results differ")
+print("device: " .. tostring(dev) .. (queued and torch.cuda.is_simulated()
+  and string.format(" (simulated: computes on %d of this machine's cores)",
+    torch.cuda.get_device_properties(dev).multi_processor_count) or ""))
+if not queued then
+  print("(no GPU: both columns are the cpu, and nothing is queued, so every way of timing agrees)")
+end
+
+compare(N)
+compare(4)
+
+print("\nA big product keeps a device busy long enough to pay for queuing it; a")
+print("4x4 one costs less to compute than to queue, so a GPU cannot help there.")
+if queued and torch.cuda.is_simulated() then
+  print("A simulated GPU has a fixed share of this machine's cores, as a real GPU has")
+  print("its own: it shows the timing effects, not a GPU's speed.")
+end
+
+-- the results agree wherever they were computed: ones(n, n) @ ones(n, n) = n
+for _, d in ipairs({ torch.device("cpu"), dev }) do
+  local C = torch.ones(N, N, { device = d }):matmul(torch.ones(N, N, { device = d }))
+  assert(C:eq(N):all():item(), "wrong product on " .. tostring(d))
+end
+print(string.format("\nevery entry of the product is %d on the cpu and on %s", N, tostring(dev)))

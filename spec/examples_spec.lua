@@ -54,6 +54,43 @@ describe("examples/", function()
     assert.truthy(has(out, "Outside: input size torch.Size([10, 5]) output_size torch.Size([10, 2]) on cuda:0"), out)
   end)
 
+  -- Exercise 1 is the timing puzzle: on a GPU the clock alone measures
+  -- how fast the products were queued, far less than the time they take.
+  it("exercise1_big_and_small.lua: a clock without synchronize() sees only the queuing", function()
+    local out, err, code = R.run({ "examples/exercise1_big_and_small.lua", "256" }, "", TWO_SIM)
+    assert.are.equal(0, code, out .. err)
+    local big = assert(out:match("100 products of 256x256 matrices[^\n]*\n(.-)\n\n"), out)
+    local function dev_ms(label)
+      return tonumber(big:match(label .. "%s+[%d.-]+[ ms]*%s+([%d.]+) ms"))
+    end
+    local queued, synced = dev_ms("warm, clock only"), dev_ms("warm, clock around synchronize%(%)")
+    local events = dev_ms("warm, CUDA events %(device time%)")
+    assert.truthy(queued and synced and events, big)
+    assert.is_true(queued * 5 < synced, "queuing " .. queued .. " ms vs done " .. synced .. " ms:\n" .. big)
+    assert.is_true(events > 0, big)
+    assert.truthy(has(out, "every entry of the product is 256 on the cpu and on cuda:0"), out)
+  end)
+
+  -- Exercise 4 queues products on both devices; the profiler, when it is
+  -- there, draws the run with a lane per device.
+  it("exercise4_two_gpus.lua on two simulated GPUs: each device runs its products, and the timeline is drawn", function()
+    local dir = R.tmpdir()
+    local svg = dir .. "/timeline.svg"
+    local out, err, code = R.run({ "examples/exercise4_two_gpus.lua", "128", svg }, "", TWO_SIM)
+    assert.are.equal(0, code, out .. err)
+    local k0, k1 = out:match("kernels run during the second: (%d+) on cuda:0, (%d+) on cuda:1")
+    assert.are.same({ 4, 4 }, { tonumber(k0), tonumber(k1) }, out)
+    assert.truthy(has(out, "same results either way: cuda:0 and cuda:1"), out)
+    local have_profiler = pcall(require, "torch.profiler")
+    if have_profiler then
+      assert.truthy(has(out, "timeline of the run on two devices: " .. svg), out)
+      local pic = R.read_file(svg)
+      assert.truthy(pic:find("<svg", 1, true), "not an SVG")
+      assert.truthy(has(pic, "cuda:0") and has(pic, "cuda:1"), "a device lane is missing")
+    end
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+
   it("dataparallel_save.lua shows the module. prefix and loads around it", function()
     local out = R.run({ "examples/dataparallel_save.lua" }, "", TWO_SIM)
     assert.truthy(has(out, "DataParallel keys:   module.1.weight, module.1.bias, module.3.weight, module.3.bias"), out)
