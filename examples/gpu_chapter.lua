@@ -39,8 +39,9 @@ if ngpu == 0 then
   print("No GPU here: try_gpu() gives the cpu, so everything below runs on the cpu.")
   print("(Start gshell with --sim-gpus 2, or set GSHELL_SIM_GPUS=2, to simulate two GPUs.)")
 elseif torch.cuda.is_simulated() then
-  print(string.format("%d simulated GPU(s): they behave like CUDA devices (own memory, copies, errors),", ngpu))
-  print("but compute on the CPU. Nothing here needs a real GPU.")
+  print(string.format("%d simulated GPU(s): they behave like CUDA devices (own memory, copies, errors,", ngpu))
+  print("work queued and run while Lua goes on), but compute on a share of the CPU's cores.")
+  print("Nothing here needs a real GPU.")
 end
 
 -- %% In [1]: !nvidia-smi
@@ -122,6 +123,26 @@ local t = torch.cuda.transfers()
 print(string.format("host->device %d, device->host %d (%d bytes), device->device %d",
   t.h2d.count, t.d2h.count, t.d2h.bytes, t.d2d.count))
 print("Many small copies are much worse than one big one: read values in bulk.")
+
+-- %% Side note: every read on the host also waits for the device
+-- GPU work is queued and runs while the host goes on; item(), tolist(),
+-- printing and :cpu() must wait until the value exists. In a training
+-- loop such a wait at every step stops the host and the GPU in turn (the
+-- book's warning about logging each minibatch's loss). Sync debug mode
+-- finds them: 'warn' prints a line per wait, 'error' raises.
+step("torch.cuda.set_sync_debug_mode('error'); M[{1, 1}]:item()")
+if ngpu > 0 then
+  local M = torch.rand(100, 100, { device = try_gpu() })
+  local norms = {}
+  torch.cuda.set_sync_debug_mode("error")
+  for i = 1, 3 do norms[i] = M[i]:norm() end          -- queued on the device: no wait
+  local ok_read, why = pcall(function() return M[{ 1, 1 }]:item() end)
+  torch.cuda.set_sync_debug_mode("default")
+  print(ok_read and "(no wait?)" or ("error: " .. tostring(why)))
+  print("examples/exercise3_log_norms.lua measures what such waits cost; docs/time.md explains them.")
+else
+  print("(no GPU: the cpu does not queue work, so nothing ever waits)")
+end
 
 -- %% Neural networks and GPUs
 step("net = nn.Sequential(nn.Linear(3, 1)); net = net:to(try_gpu())")

@@ -20,9 +20,10 @@
 -- So: warm up once, synchronize before reading the clock, and time a
 -- loop, not one op.
 --
--- Simulated GPUs compute on the CPU, synchronously: they show the method
--- and the memory/transfer effects, not a GPU's speed. On a real GPU the
--- same script shows both.
+-- Simulated GPUs queue their work as real ones do (each runs its queue on
+-- its own share of the CPU's cores), so they show the method, the
+-- asynchrony and the memory/transfer effects, though not a GPU's speed.
+-- On a real GPU the same script shows both. docs/time.md has the details.
 
 -- %%
 torch = torch or require("torch")
@@ -35,7 +36,7 @@ local on_gpu = gpu.type == "cuda"
 if not on_gpu then
   print("No GPU here (start with --sim-gpus 2 to simulate two): the 'gpu' runs below use the cpu.")
 elseif torch.cuda.is_simulated() then
-  print("Simulated GPUs run on the CPU: expect the same speed as the cpu, not a GPU's.")
+  print("Simulated GPUs compute on a share of the CPU's cores: expect their timing effects, not a GPU's speed.")
 end
 
 -- Runs fn once and returns the wall time in ms, waiting for the device's
@@ -75,7 +76,7 @@ if on_gpu then
   print(string.format("  the warm run took %d of its %d allocations from the allocator's cache", hits, 3 * REPS))
 end
 
--- The classic mistake: no synchronize. On a real GPU this stops the clock
+-- The classic mistake: no synchronize. On a GPU this stops the clock
 -- while the work is still queued, and reports a time that is too small.
 local unsynced = (function()
   local t0 = torch.clock()
@@ -84,7 +85,6 @@ local unsynced = (function()
 end)()
 torch.cuda.synchronize()
 local note = not on_gpu and "  (the cpu does not queue: nothing to wait for)"
-  or torch.cuda.is_simulated() and "  (simulated devices never queue, so here it happens to agree)"
   or "  <- only the time to queue the work"
 print(string.format("gpu, no synchronize (wrong): %8.2f ms%s", unsynced, note))
 
@@ -138,6 +138,5 @@ if torch.cuda.device_count() >= 2 then
   end
   local two = wall(function() pair(X0, X1) end)
   local one = wall(function() pair(X0, X1on0) end)
-  print(string.format("two GPUs: %.2f ms, one GPU: %.2f ms%s", two, one,
-    torch.cuda.is_simulated() and "  (simulated GPUs share the CPU: no speed-up to expect)" or ""))
+  print(string.format("two GPUs: %.2f ms, one GPU: %.2f ms (%.2fx)", two, one, one / two))
 end
