@@ -159,6 +159,37 @@ describe("nn.DataParallel", function()
     assert.is_true(a.fc.weight:detach():cpu():allclose(b.fc.weight:detach():cpu(), 1e-5, 1e-6))
   end)
 
+  -- The replicas run at the same time only if the host queues every
+  -- device's work without waiting for any device in between: one host
+  -- wait (an item(), a copy to the host) would run them one after another.
+  -- 'error' mode turns every such wait into an error.
+  it("queues every replica's forward and backward without a host wait (sync debug mode 'error')", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    torch.manual_seed(11)
+    local inner = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)):to("cuda:0")
+    local model = nn.DataParallel(inner, { device_ids = { 0, 1, 2 } })
+    local x = torch.randn(30, 8, { device = "cuda:0" })
+    torch.cuda.synchronize()
+    local before = {}
+    for d = 0, 2 do before[d] = torch.cuda.memory_stats(d).num_kernels end
+    torch.cuda.set_sync_debug_mode("error")
+    local ok, err = pcall(function() model(x):pow(2):sum():backward() end)
+    torch.cuda.set_sync_debug_mode("default")
+    assert.is_true(ok, tostring(err))
+    torch.cuda.synchronize()
+    for d = 0, 2 do
+      assert.is_true(torch.cuda.memory_stats(d).num_kernels > before[d], "no kernel ran on cuda:" .. d)
+    end
+    -- and the gradients are the plain module's
+    local g = {}
+    for i, p in ipairs(inner:parameters()) do g[i] = p.grad:cpu() end
+    inner:zero_grad()
+    inner(x):pow(2):sum():backward()
+    for i, p in ipairs(inner:parameters()) do
+      assert.is_true(g[i]:allclose(p.grad:cpu(), 1e-4, 1e-5), "gradient " .. i .. " differs")
+    end
+  end)
+
   it("state_dict keys start with module.; module is the wrapped model", function()
     local inner = Model(5, 2)
     local model = nn.DataParallel(inner)

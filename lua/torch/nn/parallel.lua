@@ -3,12 +3,19 @@
 -- Each call splits the batch along `dim` with chunk semantics over the
 -- devices (30 rows on 3 devices: 10, 10, 10; 10 rows: 4, 4, 2), copies the
 -- wrapped module's parameters and buffers from the master (on
--- device_ids[1]) to each other device, runs the replicas one after
--- another on the calling thread, and concatenates their outputs on
--- output_device. The replica on the master device uses the master's own
--- tensors, and the copies are made with tensor:to(device), so gradients
--- reach the master's parameters through autograd wherever the engine
--- records `to`.
+-- device_ids[1]) to each other device, calls the replicas in turn on the
+-- calling thread, and concatenates their outputs on output_device. The
+-- replica on the master device uses the master's own tensors, and the
+-- copies are made with tensor:to(device), so gradients reach the master's
+-- parameters through autograd wherever the engine records `to`.
+--
+-- Why the replicas run concurrently although they are called in turn:
+-- CUDA devices are asynchronous, so calling a replica only queues its
+-- kernels on its device. Nothing here may make the host wait for a device
+-- (item(), tolist(), a copy to the host, printing a tensor, a comparison
+-- read as a Lua boolean): one such wait would let a device finish before
+-- the next replica's work is even queued. spec/dataparallel_spec.lua runs
+-- forward and backward under torch.cuda.set_sync_debug_mode('error').
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
