@@ -217,6 +217,16 @@ function M.cuda_devices()
   return list
 end
 
+-- GSHELL_SIM_CONTEXT_MS as the simulated devices apply it (0: off, or no
+-- torch loaded), for the banner.
+function M.sim_context_ms()
+  local t = torch_mod()
+  local cuda = t and t.cuda
+  if type(cuda) ~= "table" or type(cuda._sim_context_ms) ~= "function" then return 0 end
+  local ok, ms = pcall(cuda._sim_context_ms)
+  return ok and math.type(ms) == "integer" and ms or 0
+end
+
 magics.devices = function()
   local t = torch_mod()
   local rows = { { "device", "name", "memory", "kind" } }

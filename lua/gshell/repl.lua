@@ -109,6 +109,10 @@ function M.banner()
       lines[#lines + 1] = string.format("  cuda:%d  %s%s%s", d.index, tostring(d.name or "?"),
         d.total and ("  " .. magics.fmt_bytes(d.total)) or "", d.simulated and "  [simulated]" or "")
     end
+    local cold = magics.sim_context_ms()
+    if cold > 0 then
+      lines[#lines + 1] = string.format("  cold start modelled: each device's first use waits %d ms (GSHELL_SIM_CONTEXT_MS)", cold)
+    end
   end
   lines[#lines + 1] = "help() for help, %devices for devices, Ctrl-D to quit"
   return table.concat(lines, "\n")

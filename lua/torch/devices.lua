@@ -185,6 +185,11 @@ function cuda.smi_text()
     line(string.format("%s simulated by gshell: each has its own memory accounting (capped at %s),",
       n == 1 and "This GPU is" or ("These " .. n .. " GPUs are"), M.format_bytes(cuda.get_device_properties(0).total_memory)))
     line("but the memory is host memory and the kernels run on the CPU. No real GPU is used.")
+    local cold = cuda._sim_context_ms()
+    if cold > 0 then
+      line(string.format("Cold start modelled: the first use of each device in this process waits %d ms, as creating", cold))
+      line(string.format("a CUDA context does on a real GPU (GSHELL_SIM_CONTEXT_MS=%d).", cold))
+    end
   end
   return table.concat(out, "\n")
 end
