@@ -99,8 +99,8 @@ local function compare(n)
 end
 
 print("device: " .. tostring(dev) .. (queued and torch.cuda.is_simulated()
-  and string.format(" (simulated: computes on %d of this machine's cores)",
-    torch.cuda.get_device_properties(dev).multi_processor_count) or ""))
+  and string.format(" (simulated: the %d simulated GPUs share this machine's cores)", torch.cuda.device_count())
+  or ""))
 if not queued then
   print("(no GPU: both columns are the cpu, and nothing is queued, so every way of timing agrees)")
 end

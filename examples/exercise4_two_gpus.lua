@@ -15,7 +15,7 @@
 -- With the profiler (torch.profiler), the two-device run is also drawn as
 -- a timeline, one lane per device: to the SVG file given as the second
 -- argument, or to exercise4_timeline.svg in the system's temporary
--- directory. docs/exercise4_timeline.svg is one such picture.
+-- directory.
 -- With fewer than two GPUs, try_gpu(1) is the cpu or try_gpu(0) is, and
 -- the script says so.
 torch = torch or require("torch")

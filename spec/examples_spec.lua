@@ -30,15 +30,64 @@ describe("examples/", function()
     end
   end)
 
+  -- What a script may write to stderr: nothing, except the sync-debug
+  -- warnings exercise 3 shows on purpose (each naming a line of its own).
+  local function unexpected_stderr(path, err)
+    local rest = {}
+    for line in err:gmatch("[^\n]+") do
+      local own = path == "examples/exercise3_log_norms.lua"
+        and line:find("^%[sync debug%] examples/exercise3_log_norms%.lua:%d+: ")
+      if not own then rest[#rest + 1] = line end
+    end
+    return table.concat(rest, "\n")
+  end
+
   for _, path in ipairs(list) do
     for mode, env in pairs({ ["2 simulated GPUs"] = TWO_SIM, ["no GPU"] = CPU_ONLY }) do
       it(path .. " runs on " .. mode, function()
         local out, err, code = R.run({ path }, "", env)
         assert.are.equal(0, code, path .. " failed:\n" .. out .. err)
-        assert.are.equal("", err, path .. " wrote to stderr:\n" .. err)
+        assert.are.equal("", unexpected_stderr(path, err), path .. " wrote to stderr:\n" .. err)
       end)
     end
   end
+
+  -- The line of a file where `piece` first occurs.
+  local function line_of(path, piece)
+    local n = 0
+    for line in R.read_file(path):gmatch("([^\n]*)\n") do
+      n = n + 1
+      if line:find(piece, 1, true) then return n end
+    end
+    error(piece .. " is not in " .. path)
+  end
+
+  -- Exercise 3 side by side: item() at every step copies and waits at
+  -- every step, and sync debug mode 'warn' names the item() line each
+  -- time; the log kept on the device waits once, at its tolist().
+  it("exercise3_log_norms.lua: copies counted, and 'warn' names the item() line at each step", function()
+    local path = "examples/exercise3_log_norms.lua"
+    local out, err, code = R.run({ path, "20" }, "", TWO_SIM)
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("device%->host copies%s+20%s+1\n"), out)
+    local item_line = line_of(path, "torch.linalg.norm(M):item()")
+    local tolist_line = line_of(path, "torch.stack(norms):tolist()")
+    local function warnings(line, op)
+      local n = 0
+      local pattern = "[sync debug] " .. path .. ":" .. line .. ": " .. op .. " waits for the GPU"
+      for l in err:gmatch("[^\n]+") do
+        if l:find(pattern, 1, true) == 1 then n = n + 1 end
+      end
+      return n
+    end
+    assert.are.equal(3, warnings(item_line, "item()"), err)
+    assert.are.equal(1, warnings(tolist_line, "tolist()"), err)
+    local total = select(2, err:gsub("%[sync debug%]", ""))
+    assert.are.equal(4, total, err)
+    -- without a GPU nothing waits, so nothing is reported
+    local _, cpu_err = R.run({ path, "20" }, "", CPU_ONLY)
+    assert.are.equal("", cpu_err)
+  end)
 
   it("dataparallel_splits.lua: 30 -> 10/10/10 and 10 -> 4/4/2 on three GPUs", function()
     local out, err, code = R.run({ "examples/dataparallel_splits.lua" }, "", { GSHELL_SIM_GPUS = "3", CUDA_VISIBLE_DEVICES = "" })
