@@ -33,7 +33,8 @@ GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unuse
 # (arm64, x86 with -march) contraction would change the random numbers'
 # float arithmetic, which must match the GPU kernels' step-by-step rounding.
 GS_CFLAGS += -ffp-contract=off
-LDLIBS  := -lopenblas -lm -lpthread
+# jansson: JSON for the profiler's Chrome traces (torch.so) and the Jupyter kernel
+LDLIBS  := -lopenblas -ljansson -lm -lpthread
 ifeq ($(WERROR),1)
   GS_CFLAGS += -Werror
 endif
@@ -56,7 +57,7 @@ endif
 ENGINE_SRCS := $(filter-out src/main.c src/repl%.c src/kernel%.c,$(wildcard src/*.c))
 SHELL_SRCS  := $(wildcard src/main.c src/repl*.c src/kernel*.c)
 # the Jupyter kernel's libraries: gshell links them, torch.so does not
-KERNEL_LIBS := -lzmq -ljansson -lcrypto
+KERNEL_LIBS := -lzmq -lcrypto
 # lua/torch/ is the library (torch.so and gshell); lua/gshell/ the shell (gshell only).
 TORCH_LUA   := $(shell find lua/torch -name '*.lua' | sort)
 SHELL_LUA   := $(shell find lua/gshell -name '*.lua' | sort)
@@ -183,6 +184,7 @@ $(FUZZ_DIR)/obj:
 BUNDLE_DIR  := $(BUILD)/gpu-bundle
 STATIC_LIBS := /usr/lib/x86_64-linux-gnu/liblua5.4.a /usr/lib/x86_64-linux-gnu/libreadline.a \
                /usr/lib/x86_64-linux-gnu/libtinfo.a /usr/lib/x86_64-linux-gnu/libopenblas.a \
+               /usr/lib/x86_64-linux-gnu/libjansson.a \
                -l:libgfortran.a -l:libquadmath.a -l:libstdc++.a -static-libgcc
 gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	@test "$(CUDA)" = 1 || { echo "gpu-bundle: nvcc not found (CUDA=0): the bundle would have no CUDA backend"; exit 1; }

@@ -3,11 +3,14 @@
  * profile of a chapter example holds thousands, not millions, so one lock
  * is cheap enough and keeps the order in which events ended. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "gs_prof.h"
 
 int gs_prof_active;
+static int record_shapes;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_prof_event *events;
 static int64_t count, cap;
@@ -39,7 +42,31 @@ void gs_prof_start(void) {
   __atomic_store_n(&gs_prof_active, 1, __ATOMIC_RELEASE);
 }
 
-void gs_prof_stop(void) { __atomic_store_n(&gs_prof_active, 0, __ATOMIC_RELEASE); }
+void gs_prof_stop(void) {
+  __atomic_store_n(&gs_prof_active, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&record_shapes, 0, __ATOMIC_RELAXED);
+}
+
+void gs_prof_set_record_shapes(bool on) { __atomic_store_n(&record_shapes, on ? 1 : 0, __ATOMIC_RELAXED); }
+bool gs_prof_shapes_on(void) { return __atomic_load_n(&record_shapes, __ATOMIC_RELAXED) != 0; }
+
+void gs_prof_add_shape(gs_prof_event *e, int ndim, const int64_t *shape) {
+  size_t room = sizeof e->shapes, n = strnlen(e->shapes, room);
+  char part[sizeof e->shapes];
+  size_t k = 0;
+  k += (size_t)snprintf(part + k, sizeof part - k, "%s[", n ? ", " : "");
+  for (int d = 0; d < ndim && k < sizeof part; d++)
+    k += (size_t)snprintf(part + k, sizeof part - k, d ? ", %lld" : "%lld", (long long)shape[d]);
+  if (k < sizeof part) k += (size_t)snprintf(part + k, sizeof part - k, "]");
+  /* a list that does not fit ends in "..." rather than a cut number */
+  if (strstr(e->shapes, "...")) return;
+  if (n + k >= room) {
+    const char *more = n ? ", ..." : "...";
+    if (n + strlen(more) < room) memcpy(e->shapes + n, more, strlen(more) + 1);
+    return;
+  }
+  memcpy(e->shapes + n, part, k + 1);
+}
 
 const gs_prof_event *gs_prof_events(int64_t *n) {
   pthread_mutex_lock(&lock);

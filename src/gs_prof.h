@@ -26,6 +26,9 @@ typedef struct {
   uint64_t t0_ns, t1_ns; /* CLOCK_MONOTONIC */
   uint64_t bytes;       /* bytes read and written */
   uint64_t flops;       /* floating-point operations, 0 when not counted */
+  /* the operands' shapes ("[64, 32], [32, 16]") when the profile records
+   * shapes (gs_prof_shapes_on) and the recorder knows them; else "" */
+  char shapes[80];
 } gs_prof_event;
 
 /* Nonzero while a profile records. */
@@ -41,5 +44,13 @@ void gs_prof_stop(void);
  * next gs_prof_start. */
 const gs_prof_event *gs_prof_events(int64_t *count);
 uint64_t gs_prof_now_ns(void);
+
+/* record_shapes: recorders that know their operands fill e->shapes while
+ * this is on (set before gs_prof_start, cleared by gs_prof_stop). */
+void gs_prof_set_record_shapes(bool on);
+bool gs_prof_shapes_on(void);
+/* Appends the shape of an operand to e->shapes ("[2, 3]", comma-separated
+ * after the first), cut short when it does not fit. */
+void gs_prof_add_shape(gs_prof_event *e, int ndim, const int64_t *shape);
 
 #endif

@@ -215,6 +215,15 @@ static void execute(gsK_msg *req, void *sock) {
                           "ename", ename, "evalue", evalue, "traceback", tb);
     } else {
       json_t *text = field_text(t, "result");
+      json_t *svg = field_text(t, "svg");
+      /* a value that draws itself (a profile's timeline) is displayed as a
+       * picture first; Out[n] stays the text the prompt prints */
+      if (svg && text && !silent)
+        publish(req, "display_data", json_pack("{s:{s:o, s:s}, s:{}, s:{}}", "data", "image/svg+xml", svg,
+                                               "text/plain", "<timeline (image/svg+xml)>", "metadata",
+                                               "transient"));
+      else
+        json_decref(svg);
       if (text && !silent) {
         json_t *data = json_pack("{s:o}", "text/plain", text);
         json_t *html = field_text(t, "html");

@@ -39,6 +39,8 @@ static const char usage_text[] =
   "  --lesson [N]   the guided lesson N at the prompt (progress is kept); alone: list them\n"
   "  --restart      with --lesson: start the lesson from its first step\n"
   "  --repl-stdin   the prompt, reading stdin without readline, prompts or banner\n"
+  "  --trace OUT    profile the whole run; write a Chrome trace (OUT.json) or,\n"
+  "                 for a name ending in .svg, a timeline (docs/profiling.md)\n"
   "  --kernel FILE  run as a Jupyter kernel with connection file FILE\n"
   "  --install-kernel [--user | --prefix P]\n"
   "                 write the Jupyter kernelspec 'gshell' (system, user or prefix P)\n"
@@ -51,7 +53,7 @@ static const char usage_text[] =
 typedef struct {
   int interactive, version, help, repl_stdin, update, has_e, install_kernel, user, lesson, restart;
   int script;          /* argv index of the script, or 0 */
-  const char *notebook, *md, *check, *sim_gpus, *kernel, *prefix, *lesson_name;
+  const char *notebook, *md, *check, *sim_gpus, *kernel, *prefix, *lesson_name, *trace;
 } options;
 
 static void usage_error(const char *msg, const char *arg) {
@@ -86,12 +88,13 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (strcmp(a, "--repl-stdin") == 0) o->repl_stdin = 1;
     else if (strcmp(a, "--install-kernel") == 0) o->install_kernel = 1;
     else if (strcmp(a, "--user") == 0) o->user = 1;
-    else if (is_opt(a, "--kernel") || is_opt(a, "--prefix")) {
-      const char *name = a[2] == 'k' ? "--kernel" : "--prefix";
+    else if (is_opt(a, "--kernel") || is_opt(a, "--prefix") || is_opt(a, "--trace")) {
+      const char *name = a[2] == 'k' ? "--kernel" : a[2] == 'p' ? "--prefix" : "--trace";
       const char *v = opt_value(argc, argv, &i, name);
       if (v == NULL) { usage_error("missing argument after", name); return -1; }
       if (name[2] == 'k') o->kernel = v;
-      else o->prefix = v;
+      else if (name[2] == 'p') o->prefix = v;
+      else o->trace = v;
     }
     else if (strcmp(a, "--restart") == 0) o->restart = 1;
     else if (is_opt(a, "--lesson")) {
@@ -200,7 +203,8 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
     } else {
       if (strcmp(argv[i], "--sim-gpus") == 0 || strcmp(argv[i], "--notebook") == 0 ||
           strcmp(argv[i], "--md") == 0 || strcmp(argv[i], "--check") == 0 ||
-          strcmp(argv[i], "--kernel") == 0 || strcmp(argv[i], "--prefix") == 0) i++;
+          strcmp(argv[i], "--kernel") == 0 || strcmp(argv[i], "--prefix") == 0 ||
+          strcmp(argv[i], "--trace") == 0) i++;
       else if (strcmp(argv[i], "--lesson") == 0 && i + 1 < end && argv[i + 1][0] != '-') i++;
       continue;
     }
@@ -234,6 +238,27 @@ static int run_script(lua_State *L, int argc, char **argv, const options *o) {
     }
   }
   if (st != LUA_OK) { gsR_report(L, st); return 1; }
+  return 0;
+}
+
+/* --trace: torch.profiler records from start to end of the run, then
+ * writes the file (torch/profiler.lua: _trace_start, _trace_write).
+ * Returns 0, or 1 when the trace could not be written. */
+static int trace_call(lua_State *L, const char *fn, const char *path) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "torch.profiler");
+  int st = gsR_docall(L, 1, 1);
+  if (st == LUA_OK) {
+    lua_getfield(L, -1, fn);
+    lua_remove(L, -2);
+    if (path) lua_pushstring(L, path);
+    st = gsR_docall(L, path ? 1 : 0, 0);
+  }
+  if (st != LUA_OK) {
+    fprintf(stderr, "%s: --trace: %s\n", gsR_progname, lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return 1;
+  }
   return 0;
 }
 
@@ -290,6 +315,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: this gshell was built without the Jupyter kernel\n", gsR_progname);
     return 1;
   }
+  if (o.trace && (o.kernel || o.install_kernel)) { usage_error("--trace does not go with --kernel", NULL); return 1; }
   if (o.install_kernel) return gsK_install(argv[0], o.user ? 'u' : o.prefix ? 'p' : 's', o.prefix);
   if (o.restart && !o.lesson_name) { usage_error("--restart goes with --lesson NAME", NULL); return 1; }
 
@@ -311,7 +337,10 @@ int main(int argc, char **argv) {
 
   int status = 0;
   if (o.version) printf("gshell %s (%s)\n", GS_VERSION, LUA_RELEASE);
-  if (o.kernel) {
+  if (o.trace && trace_call(L, "_trace_start", NULL) != 0) status = 1;
+  if (status != 0) {
+    /* no run without the trace that was asked for */
+  } else if (o.kernel) {
     status = gsK_run(L, o.kernel);
   } else if (o.notebook) {
     const char *args[] = {o.notebook, o.md};
@@ -349,6 +378,7 @@ int main(int argc, char **argv) {
       }
     }
   }
+  if (o.trace && trace_call(L, "_trace_write", o.trace) != 0) status = status ? status : 1;
   lua_close(L);
   gs_dist_exit(status == 0); /* MPI, when a script used it */
   return status;

@@ -4,7 +4,7 @@
 -- printer for Out[n], the same completer, help and continuation test.
 --
 --   kernel.start()                      the session (the prompt's)
---   kernel.execute(code, n, silent, store)     runs cell n: {status, result, html, ename, evalue, traceback}
+--   kernel.execute(code, n, silent, store)     runs cell n: {status, result, html, svg, ename, evalue, traceback}
 --   kernel.complete(code, cursor)       matches, cursor_start, cursor_end
 --   kernel.inspect(code, cursor)        help text for the name at the cursor, or nil
 --   kernel.is_complete(code)            "complete", "incomplete" or "invalid"
@@ -150,6 +150,18 @@ local function is_interrupt(msg)
   return msg:find("interrupted!$") ~= nil
 end
 
+-- A value that draws itself (a profile's timeline: its _repr_svg_, as
+-- IPython's) as SVG text, or nil. The kernel shows it as image/svg+xml
+-- before the cell's Out[n], which stays the text the prompt prints.
+local function svg_of(v)
+  if type(v) ~= "table" then return nil end
+  local ok, f = pcall(function() return v._repr_svg_ end)
+  if not ok or type(f) ~= "function" then return nil end
+  local ok2, svg = pcall(f, v)
+  if ok2 and type(svg) == "string" then return svg end
+  return nil
+end
+
 -- Runs cell n as the prompt would; what it prints goes out as it is
 -- written (stdout is the iopub stream), the shown value is the result.
 function M.execute(code, n, silent, store)
@@ -174,7 +186,10 @@ function M.execute(code, n, silent, store)
   })
   s.err = saved
   s.show_text = nil
-  if r.result and r.value ~= nil then r.html = html.repr(r.value) end
+  if r.result and r.value ~= nil then
+    r.html = html.repr(r.value)
+    r.svg = svg_of(r.value)
+  end
   r.value = nil
   io.stdout:flush()
   if not ok then

@@ -4,6 +4,8 @@
 --   %timeit [-n N] [-r R] stmt
 --                      IPython's %timeit: warm up, pick the loop count, time
 --                      R runs, print "mean ± std per loop (...)"
+--   %prof stmt         run under torch.profiler: the table per op, the
+--                      profile in `_` (Jupyter also shows its timeline)
 --   %devices           the devices, their memory, simulated or real
 --   %who, %whos        the user's variables (names; names with type and info)
 --   %tb                the traceback of the last error
@@ -179,6 +181,19 @@ magics.time = function(session, rest)
   local wall, cpu = clock() - t0, os.clock() - c0
   io.stdout:write(string.format("CPU time: %s\nWall time: %s\n", M.format_time(cpu), M.format_time(wall)))
   return table.unpack(res, 1, res.n)
+end
+
+-- %prof stmt: runs stmt under torch.profiler.profile and gives back the
+-- profile, so it prints as its table and `_` keeps it for
+-- _:export_chrome_trace(path) or _:export_timeline(path). The Jupyter
+-- kernel also shows a profile as its SVG timeline.
+magics.prof = function(session, rest)
+  if rest:match("^%s*$") then error("usage: %prof statement", 0) end
+  local fn, err = session:compile(rest, { chunkname = "=%prof" })
+  if not fn then error(err, 0) end
+  local t = torch_mod()
+  if not (t and t.profiler) then error("%prof: torch.profiler is not loaded", 0) end
+  return (t.profiler.profile(fn))
 end
 
 local function fmt_bytes(n)
@@ -392,6 +407,7 @@ end
 local summary = {
   { "%time stmt", "run stmt once; CPU and wall time (devices synchronised)" },
   { "%timeit [-n N] [-r R] stmt", "time stmt over many loops, as IPython" },
+  { "%prof stmt", "profile stmt: time per op and device; _ is the profile" },
   { "%devices", "the CPU and CUDA devices (real or simulated), memory" },
   { "%who / %whos", "your variables / with types and values" },
   { "%tb", "traceback of the last error" },
@@ -415,6 +431,9 @@ M.details = {
   timeit = "  -n N loops per run, -r R runs, -q print nothing, -o return the result: r = %timeit -o stmt\n" ..
     "  (devices are synchronised around every run; the first call is a warm-up)",
   time = "  prints CPU and wall time, then the statement's value (devices synchronised)",
+  prof = "  runs stmt under torch.profiler.profile and prints its table (per op and device: calls,\n" ..
+    "  total and mean time, bytes, GB/s, GFLOP/s); `_` is the profile: _:export_chrome_trace('t.json'),\n" ..
+    "  _:export_timeline('t.svg'). In Jupyter the timeline is shown too. docs/profiling.md",
   history = "  -n numbers the cells; ranges: 4 or 2-5 (1-based)",
   save = "  -a appends; ranges as for %history; '.lua' is added to a name without extension",
   reset = "  -f does not ask",

@@ -30,7 +30,7 @@ function torch.try_all_gpus()
 end
 
 -- The Lua parts of the library, all compiled into the binary.
-for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg", "distributed" }) do
+for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg", "distributed", "profiler" }) do
   local mod = require("torch." .. name)
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end

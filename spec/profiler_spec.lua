@@ -1,0 +1,447 @@
+-- torch.profiler: the events the engine records (CPU ops on the host
+-- lane), the table per op (calls, times, bytes, FLOPs), the Chrome trace
+-- (parsed by Python's json), the SVG timeline (parsed by Python's
+-- xml.etree), %prof at the prompt and in the Jupyter kernel, and
+-- `gshell --trace`.
+local torch = require("torch")
+local R = require("gshell_run")
+
+-- Runs python3 code with the file path as argv[1]; returns its stdout.
+local function py(code, path)
+  local p = assert(io.popen(string.format("env -u LD_PRELOAD /usr/bin/python3 -c %s %s 2>&1",
+    R.quote(code), R.quote(path or ""))))
+  local out = p:read("a")
+  local ok = p:close()
+  assert(ok, "python3 failed:\n" .. out)
+  return out
+end
+
+local function row(rows, name, device)
+  for _, r in ipairs(rows) do
+    if r.name == name and r.device == (device or "cpu") then return r end
+  end
+end
+
+local ms = 1000000
+
+-- A profile of two simulated devices made by hand: what the device workers
+-- record (kernels and copies on streams, the host waiting), so the trace and
+-- the timeline are checked lane by lane.
+local function two_device_profile()
+  local ev = {
+    { name = "randn", device = "cpu", t0 = 0, t1 = 2 * ms, bytes = 8000000 },
+    { name = "copy_h2d", kind = "copy", device = "cuda:0", stream = 0, t0 = 2 * ms, t1 = 4 * ms, bytes = 8000000 },
+    { name = "copy_h2d", kind = "copy", device = "cuda:1", stream = 0, t0 = 4 * ms, t1 = 6 * ms, bytes = 8000000 },
+    { name = "synchronize", kind = "sync", device = "cuda:1", stream = -1, t0 = 6 * ms, t1 = 36 * ms },
+    { name = "relu", device = "cuda:1", stream = 3, t0 = 10 * ms, t1 = 14 * ms, bytes = 4000000 },
+  }
+  for i = 0, 9 do
+    ev[#ev + 1] = { name = "mm", device = "cuda:0", stream = 0, t0 = 4 * ms + i * 3 * ms,
+      t1 = 4 * ms + i * 3 * ms + 2600000, bytes = 12000000, flops = 2000000000 }
+    ev[#ev + 1] = { name = "mm", device = "cuda:1", stream = 0, t0 = 6 * ms + i * 3 * ms,
+      t1 = 6 * ms + i * 3 * ms + 2600000, bytes = 12000000, flops = 2000000000 }
+  end
+  return torch.profiler.from_events(ev, 0, 40 * ms)
+end
+
+describe("torch.profiler.profile on the cpu (the host lane)", function()
+  local a, b = torch.ones(1000), torch.ones(1000)
+  local m1, m2 = torch.ones(64, 32), torch.ones(32, 16)
+
+  it("counts each op's calls and the bytes it reads and writes", function()
+    local p = torch.profiler.profile(function()
+      for _ = 1, 3 do local _ = a + b end
+      local _ = a:sum()
+      for _ = 1, 2 do local _ = m1:matmul(m2) end
+      for _ = 1, 7 do local _ = a:exp() end
+    end)
+    local rows = p:key_averages()
+    local add, sum, mm, exp = row(rows, "add"), row(rows, "sum"), row(rows, "mm"), row(rows, "exp")
+    assert.are.equal(3, add.calls)
+    assert.are.equal(1, sum.calls)
+    assert.are.equal(2, mm.calls)
+    assert.are.equal(7, exp.calls)
+    -- add reads 2 x 1000 float32 and writes 1000: 12000 bytes a call
+    assert.are.equal(3 * 12000, add.bytes)
+    assert.are.equal(3 * 1000, add.flops)
+    -- sum reads 1000 floats, writes one
+    assert.are.equal(4000 + 4, sum.bytes)
+    assert.are.equal(1000, sum.flops)
+    -- [64, 32] @ [32, 16]: reads both, writes [64, 16]; 2*M*N*K flops
+    assert.are.equal(2 * 4 * (64 * 32 + 32 * 16 + 64 * 16), mm.bytes)
+    assert.are.equal(2 * 2 * 64 * 16 * 32, mm.flops)
+    assert.are.equal(7 * 8000, exp.bytes)
+    for _, r in ipairs(rows) do
+      assert.are.equal("kernel", r.kind)
+      assert.is_true(r.total_ns > 0, r.name)
+      assert.near(r.total_ns / r.calls, r.mean_ns, 1e-6)
+    end
+    for _, e in ipairs(p.events) do
+      assert.are.equal("host", e.lane)
+      assert.is_true(e.t0 >= 0 and e.t1 >= e.t0 and e.t1 <= p.duration_ns, e.name)
+    end
+  end)
+
+  it("a broadcast operand counts its own bytes, not the output's", function()
+    local x, y = torch.ones(100, 50), torch.ones(50)
+    local p = torch.profiler.profile(function() local _ = x * y end)
+    assert.are.equal(4 * (100 * 50 + 50 + 100 * 50), row(p:key_averages(), "mul").bytes)
+  end)
+
+  it("times agree with the wall clock around the work", function()
+    local big = torch.rand(4000000)
+    local t0 = torch.clock()
+    local p = torch.profiler.profile(function() local _ = big:exp() end)
+    local wall_ns = (torch.clock() - t0) * 1e9
+    local exp = row(p:key_averages(), "exp")
+    assert.are.equal(1, exp.calls)
+    -- the kernel ran inside the profile, which ran inside the measurement
+    assert.is_true(exp.total_ns <= p.duration_ns, exp.total_ns .. " > " .. p.duration_ns)
+    assert.is_true(p.duration_ns <= wall_ns, p.duration_ns .. " > " .. wall_ns)
+    -- and fn did nothing else: the kernel is most of it (16 MB read and written takes ms)
+    assert.is_true(exp.total_ns >= 0.5 * p.duration_ns, exp.total_ns .. " of " .. p.duration_ns)
+    assert.are.equal(2 * 4 * 4000000, exp.bytes)
+    assert.near(exp.bytes / exp.total_ns, exp.gbps, 1e-9)
+  end)
+
+  it("records nothing outside a profile, and each profile starts empty", function()
+    local _ = a + b
+    local p = torch.profiler.profile(function() end)
+    assert.are.equal(0, #p.events)
+    assert.is_false(torch._prof.recording())
+    assert.truthy(tostring(p):find("(no events", 1, true))
+  end)
+
+  it("returns fn's results after the profile", function()
+    local p, x, y = torch.profiler.profile(function() return 1, "two" end)
+    assert.are.equal(getmetatable(p), torch.profiler.Profile)
+    assert.are.same({ 1, "two" }, { x, y })
+  end)
+
+  it("record_shapes groups rows by input shapes and shows them", function()
+    local s1, s2 = torch.ones(2, 3), torch.ones(4)
+    local p = torch.profiler.profile(function()
+      local _ = s1 + s1
+      _ = s1 + s1
+      _ = s2 + s2
+    end, { record_shapes = true })
+    local rows = p:key_averages()
+    local by = {}
+    for _, r in ipairs(rows) do by[r.shapes] = r end
+    assert.are.equal(2, by["[2, 3], [2, 3]"].calls)
+    assert.are.equal(1, by["[4], [4]"].calls)
+    local text = p:table()
+    assert.truthy(text:find("Input Shapes", 1, true))
+    assert.truthy(text:find("[2, 3], [2, 3]", 1, true))
+  end)
+
+  it("errors: not a function, bad options, nesting; fn's error passes through and stops recording", function()
+    assert.has_error(function() torch.profiler.profile(42) end,
+      "torch.profiler.profile: expected a function to profile, got number")
+    local ok, msg = pcall(torch.profiler.profile, function() end, { record_shape = true })
+    assert.is_false(ok)
+    assert.truthy(msg:find("record_shape", 1, true) and msg:find("record_shapes", 1, true), msg)
+    assert.has_error(function() torch.profiler.profile(function() end, { record_shapes = 1 }) end,
+      "torch.profiler.profile: record_shapes must be true or false, got number")
+    ok, msg = pcall(torch.profiler.profile, function()
+      torch.profiler.profile(function() end)
+    end)
+    assert.is_false(ok)
+    assert.truthy(msg:find("profiles do not nest", 1, true), msg)
+    assert.is_false(torch._prof.recording())
+    ok, msg = pcall(torch.profiler.profile, function() error("boom", 0) end)
+    assert.are.same({ false, "boom" }, { ok, msg })
+    assert.is_false(torch._prof.recording())
+  end)
+end)
+
+describe("profile:table", function()
+  it("has PyTorch's columns and one row per op and device", function()
+    local p = two_device_profile()
+    local text = tostring(p)
+    local header = text:match("\n(Name[^\n]*)")
+    local cols = {}
+    for w in header:gmatch("%S+") do cols[#cols + 1] = w end
+    assert.are.same({ "Name", "Device", "Kind", "Calls", "Total", "Mean", "Bytes", "GB/s", "GFLOP/s" }, cols)
+    -- mm on cuda:0: 10 calls of 2.6 ms, 120 MB, 20 GFLOP in 26 ms
+    local line = text:match("\n(mm%s+cuda:0[^\n]*)")
+    assert.are.equal("mm  cuda:0  kernel  10  26.000ms  2.600ms  120.00 MB  4.62  769.23",
+      (line:gsub("%s%s+", "  ")))
+    assert.truthy(text:find("\ncopy_h2d%s+cuda:1%s+copy%s+1%s+2%.000ms"), text)
+    assert.truthy(text:find("\nsynchronize%s+cuda:1%s+sync%s+1%s+30%.000ms"), text)
+    assert.truthy(text:find("Wall time: 40.000ms", 1, true))
+    assert.truthy(text:find("cuda:0 stream 0 busy: 28.000ms (70%)", 1, true), text)
+    assert.truthy(text:find("cuda:1 stream 3 busy: 4.000ms (10%)", 1, true), text)
+    assert.truthy(text:find("host (cpu) busy: 32.000ms (80%)", 1, true), text)
+  end)
+
+  it("sort_by and row_limit, as PyTorch's table()", function()
+    local p = two_device_profile()
+    local text = p:table({ sort_by = "cuda_time_total", row_limit = 2 })
+    local names = {}
+    for name, dev in text:gmatch("\n(%S+)%s+(cuda:%d)%s") do names[#names + 1] = name .. "@" .. dev end
+    -- the two largest CUDA totals: the wait on cuda:1 (30 ms), then mm (26 ms, first seen on cuda:0)
+    assert.are.same({ "synchronize@cuda:1", "mm@cuda:0" }, names)
+    assert.truthy(text:find("(5 more rows: row_limit = 2)", 1, true), text)
+    local by_count = p:table({ sort_by = "count" })
+    assert.truthy(by_count:find("^[^\n]*\n[^\n]*\n[^\n]*\nmm "), by_count)
+    local cpu_first = p:table({ sort_by = "cpu_time_total" })
+    assert.truthy(cpu_first:find("^[^\n]*\n[^\n]*\n[^\n]*\nrandn "), cpu_first)
+  end)
+
+  it("bad options are errors that say what is allowed", function()
+    local p = two_device_profile()
+    local ok, msg = pcall(p.table, p, { sort_by = "time" })
+    assert.is_false(ok)
+    assert.truthy(msg:find("sort_by must be one of", 1, true) and msg:find("cuda_time_total", 1, true), msg)
+    ok, msg = pcall(p.table, p, { row_limit = 0 })
+    assert.truthy(not ok and msg:find("row_limit must be a positive integer", 1, true), msg)
+    ok, msg = pcall(p.table, p, { rows = 3 })
+    assert.truthy(not ok and msg:find("rows", 1, true) and msg:find("row_limit", 1, true), msg)
+  end)
+end)
+
+describe("export_chrome_trace", function()
+  -- Prints, per complete event: name|cat|pid|tid|ts|dur|bytes; and the
+  -- process and thread names; fails unless every required field is there
+  -- with the right type (Chrome's trace-event format, which Perfetto reads).
+  local check = [[
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d["traceEvents"], list)
+for e in d["traceEvents"]:
+    assert isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int), e
+    if e["ph"] == "X":
+        assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        assert e["cat"] in ("kernel", "copy", "sync"), e
+        print("X|%s|%s|%d|%d|%.3f|%.3f|%d" % (e["name"], e["cat"], e["pid"], e["tid"], e["ts"], e["dur"], e["args"]["bytes"]))
+    elif e["ph"] == "M":
+        print("M|%s|%d|%d|%s" % (e["name"], e["pid"], e["tid"], e["args"].get("name", e["args"].get("sort_index"))))
+    else:
+        raise SystemExit("unexpected phase " + e["ph"])
+]]
+
+  local function lines_of(out, prefix)
+    local t = {}
+    for l in out:gmatch("[^\n]+") do if l:sub(1, #prefix) == prefix then t[#t + 1] = l end end
+    return t
+  end
+
+  it("one process per device, one thread per stream, the host as pid 0; X events in microseconds", function()
+    local path = os.tmpname()
+    assert.are.equal(path, two_device_profile():export_chrome_trace(path))
+    local out = py(check, path)
+    os.remove(path)
+    local meta = lines_of(out, "M|")
+    table.sort(meta)
+    assert.are.same({
+      "M|process_name|0|0|host (cpu)", "M|process_name|1|0|cuda:0", "M|process_name|2|0|cuda:1",
+      "M|process_sort_index|0|0|0", "M|process_sort_index|1|0|1", "M|process_sort_index|2|0|2",
+      "M|thread_name|0|0|host", "M|thread_name|1|0|stream 0 (default)", "M|thread_name|2|0|stream 0 (default)",
+      "M|thread_name|2|3|stream 3",
+    }, meta)
+    local x = lines_of(out, "X|")
+    assert.are.equal(25, #x)
+    local set = {}
+    for _, l in ipairs(x) do set[l] = true end
+    assert.truthy(set["X|randn|kernel|0|0|0.000|2000.000|8000000"], out)
+    assert.truthy(set["X|copy_h2d|copy|2|0|4000.000|2000.000|8000000"], out)
+    assert.truthy(set["X|synchronize|sync|0|0|6000.000|30000.000|0"], out)
+    assert.truthy(set["X|relu|kernel|2|3|10000.000|4000.000|4000000"], out)
+    assert.truthy(set["X|mm|kernel|1|0|7000.000|2600.000|12000000"], out)
+  end)
+
+  it("a measured cpu profile: one X event per recorded op, on the host lane", function()
+    local x = torch.ones(256)
+    local p = torch.profiler.profile(function() for _ = 1, 5 do x = x * 2 end end)
+    local path = os.tmpname()
+    p:export_chrome_trace(path)
+    local out = py(check, path)
+    os.remove(path)
+    local n = 0
+    for l in out:gmatch("X|mul|kernel|0|0|[^\n]*") do
+      n = n + 1
+      assert.truthy(l:match("|2052$"), l)   -- 256 floats read and written, and the scalar 2
+    end
+    assert.are.equal(5, n)
+    assert.are.equal(#p.events, #lines_of(out, "X|"))
+  end)
+
+  it("a path that cannot be written is an error naming it", function()
+    local p = two_device_profile()
+    local ok, msg = pcall(p.export_chrome_trace, p, "/nonexistent-dir/t.json")
+    assert.is_false(ok)
+    assert.truthy(msg:find("export_chrome_trace: cannot write /nonexistent-dir/t.json", 1, true), msg)
+    ok, msg = pcall(p.export_timeline, p, 42)
+    assert.truthy(not ok and msg:find("expected a file path", 1, true), msg)
+  end)
+end)
+
+describe("export_timeline (SVG)", function()
+  -- Parses the SVG; prints its lanes with their labels, boxes (class and
+  -- label), idle marks and axis labels.
+  local check = [[
+import sys, xml.etree.ElementTree as ET
+ns = {"s": "http://www.w3.org/2000/svg"}
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+print("size", root.get("width"), root.get("height"))
+for g in root.iter("{http://www.w3.org/2000/svg}g"):
+    if g.get("class") == "axis":
+        print("axis", "|".join(t.text for t in g.findall("s:text", ns)))
+    if g.get("class") != "lane":
+        continue
+    label = [t.text for t in g.findall("s:text", ns) if t.get("class") == "lane-label"]
+    print("lane", g.get("data-lane"), label[0])
+    for r in g.findall("s:rect", ns):
+        if r.get("class"):
+            print("box", g.get("data-lane"), r.get("class"), r.find("s:title", ns).text, float(r.get("x")) < float(r.get("x")) + float(r.get("width")))
+    for t in g.findall("s:text", ns):
+        if t.get("class") in ("label", "idle"):
+            print(t.get("class"), g.get("data-lane"), t.text)
+]]
+
+  it("lanes for the host and each device stream, labelled kernels, copies, waits, idle gaps, a time axis", function()
+    local path = os.tmpname()
+    two_device_profile():export_timeline(path)
+    local out = py(check, path)
+    os.remove(path)
+    local lanes = {}
+    for l in out:gmatch("lane ([^\n]+)") do lanes[#lanes + 1] = l end
+    assert.are.same({ "host host (cpu)", "cuda:0/0 cuda:0 stream 0", "cuda:1/0 cuda:1 stream 0",
+      "cuda:1/3 cuda:1 stream 3" }, lanes)
+    assert.truthy(out:find("axis 0 ms|5 ms|10 ms|15 ms|20 ms|25 ms|30 ms|35 ms|40 ms|time", 1, true), out)
+    assert.truthy(out:find("box cuda:0/0 kernel mm on cuda:0 stream 0: 2.600ms, 12.00 MB True", 1, true), out)
+    assert.truthy(out:find("box cuda:1/0 copy copy_h2d on cuda:1 stream 0: 2.000ms, 8.00 MB True", 1, true), out)
+    assert.truthy(out:find("box host sync synchronize on host waiting for cuda:1: 30.000ms True", 1, true), out)
+    local labels = select(2, out:gsub("label cuda:0/0 mm", ""))
+    assert.are.equal(10, labels)                          -- every 2.6 ms kernel is wide enough to name
+    assert.truthy(out:find("label host wait cuda:1", 1, true), out)
+    assert.truthy(out:find("label host randn", 1, true), out)
+    -- idle stretches long enough to write in: stream 3 before and after its one kernel
+    assert.truthy(out:find("idle cuda:1/3 idle 10.000ms", 1, true), out)
+    assert.truthy(out:find("idle cuda:1/3 idle 26.000ms", 1, true), out)
+    assert.truthy(out:find("idle host idle 4.000ms", 1, true), out)
+  end)
+
+  it("many tiny kernels are merged into one box that says how many", function()
+    local ev = {}
+    for i = 0, 999 do ev[#ev + 1] = { name = "add", device = "cpu", t0 = i * 1000, t1 = i * 1000 + 900 } end
+    ev[#ev + 1] = { name = "mm", device = "cpu", t0 = 10 * ms, t1 = 100 * ms }
+    local path = os.tmpname()
+    torch.profiler.from_events(ev, 0, 100 * ms):export_timeline(path)
+    local out = py(check, path)
+    local size = #R.read_file(path)
+    os.remove(path)
+    assert.truthy(out:find("box host kernel 1000 add calls on host (cpu): 900.000us True", 1, true), out)
+    assert.truthy(out:find("label host mm", 1, true), out)
+    assert.is_true(size < 20000, size .. " bytes")
+  end)
+
+  it("a measured cpu profile draws its ops on the host lane", function()
+    local a = torch.rand(300, 300)
+    local p = torch.profiler.profile(function() local _ = a:matmul(a) end)
+    local path = os.tmpname()
+    p:export_timeline(path)
+    local out = py(check, path)
+    os.remove(path)
+    assert.truthy(out:find("lane host host (cpu)", 1, true), out)
+    assert.truthy(out:find("box host kernel mm on host (cpu): ", 1, true), out)
+  end)
+end)
+
+describe("%prof and --trace", function()
+  it("%prof prints the table and leaves the profile in _", function()
+    local out, err = R.prompt({ "x = torch.ones(100)", "%prof for i = 1, 4 do x = x + x end",
+      "_.events[1].name, #_.events", "x[1]:item()" })
+    assert.are.equal("", err)
+    assert.truthy(out:find("\nName%s+Device%s+Kind%s+Calls%s+Total%s+Mean%s+Bytes%s+GB/s%s+GFLOP/s\n"), out)
+    assert.truthy(out:find("\nadd%s+cpu%s+kernel%s+4%s"), out)
+    assert.truthy(out:find("\nadd\t4\n", 1, true), out)
+    assert.truthy(out:find("\n16.0\n", 1, true), out)
+  end)
+
+  it("%prof without a statement, or with a broken one, says so", function()
+    local out, err = R.prompt({ "%prof", "%prof x = = 1" })
+    local both = out .. err
+    assert.truthy(both:find("usage: %prof statement", 1, true), both)
+    assert.truthy(both:find("%prof:1:", 1, true), both)
+  end)
+
+  it("%magic and ?%prof describe it", function()
+    local out = R.prompt({ "%magic", "?%prof" })
+    assert.truthy(out:find("%prof stmt", 1, true), out)
+    assert.truthy(out:find("export_chrome_trace", 1, true), out)
+  end)
+
+  it("gshell --trace out.json script.lua writes the whole run as a Chrome trace", function()
+    local dir = R.tmpdir()
+    R.write_file(dir .. "/s.lua", "local x = torch.ones(512)\nfor i = 1, 3 do x = x * 2 end\nprint(x[1]:item())\n")
+    local out, err, code = R.run({ "--trace", dir .. "/t.json", dir .. "/s.lua" })
+    assert.are.equal(0, code)
+    assert.are.equal("8.0\n", out)
+    assert.truthy(err:find("gshell: trace of %d+ events %(.-%) written to " .. dir:gsub("%p", "%%%0") .. "/t.json"), err)
+    local names = py([[
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(" ".join(e["name"] for e in d["traceEvents"] if e["ph"] == "X"))
+]], dir .. "/t.json")
+    assert.are.equal(3, select(2, names:gsub("mul", "")), names)
+    -- a name ending in .svg gets the timeline
+    out, err, code = R.run({ "--trace=" .. dir .. "/t.svg", dir .. "/s.lua" })
+    assert.are.equal(0, code, err)
+    assert.truthy(R.read_file(dir .. "/t.svg"):find("^<svg "), "not an svg")
+    -- a script that fails still leaves its trace
+    R.write_file(dir .. "/bad.lua", "local x = torch.ones(4) + 1\nerror('late')\n")
+    out, err, code = R.run({ "--trace", dir .. "/bad.json", dir .. "/bad.lua" })
+    assert.are.equal(1, code)
+    assert.truthy(err:find("late", 1, true) and err:find("bad.json", 1, true), err)
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+
+  it("--trace needs a path, and a path it can write", function()
+    local _, err, code = R.run({ "--trace" })
+    assert.are.equal(1, code)
+    assert.truthy(err:find("missing argument after --trace", 1, true), err)
+    _, err, code = R.run({ "--trace", "/nonexistent-dir/t.json", "-e", "x = 1" })
+    assert.are.equal(1, code)
+    assert.truthy(err:find("cannot write /nonexistent-dir/t.json", 1, true), err)
+  end)
+end)
+
+describe("%prof in the Jupyter kernel", function()
+  local r
+  setup(function()
+    local out = os.tmpname()
+    local p = assert(io.popen(string.format("env -u LD_PRELOAD /usr/bin/python3 spec/kernel/prof.py %s %s 2>&1",
+      R.quote(R.GSHELL), R.quote(out))))
+    local log = p:read("a")
+    p:close()
+    local ok, res = pcall(dofile, out)
+    os.remove(out)
+    if not ok or type(res) ~= "table" then error("spec/kernel/prof.py wrote no result:\n" .. log) end
+    if res.driver_error then error(res.driver_error) end
+    r = res
+  end)
+
+  it("shows the timeline as image/svg+xml, then the table as Out[n]", function()
+    local kinds = {}
+    for i, m in ipairs(r.prof.iopub) do kinds[i] = m.msg_type end
+    assert.are.same({ "status", "execute_input", "display_data", "execute_result", "status" }, kinds)
+    local svg = r.prof.iopub[3].content.data["image/svg+xml"]
+    assert.truthy(svg and svg:find("^<svg "), tostring(svg))
+    assert.truthy(r.svg_check:find("lane host host (cpu)", 1, true), r.svg_check)
+    assert.truthy(r.svg_check:find("box host kernel mul", 1, true), r.svg_check)
+    local text = r.prof.iopub[4].content.data["text/plain"]
+    assert.truthy(text:find("\nmul%s+cpu%s+kernel%s+3%s"), text)
+    assert.is_nil(r.prof.iopub[4].content.data["image/svg+xml"])
+    assert.are.equal("ok", r.prof.reply.status)
+  end)
+
+  it("a profile as a cell's value is drawn too; other values are not", function()
+    local kinds = {}
+    for i, m in ipairs(r.value.iopub) do kinds[i] = m.msg_type end
+    assert.are.same({ "status", "execute_input", "display_data", "execute_result", "status" }, kinds)
+    for _, m in ipairs(r.plain.iopub) do assert.are_not.equal("display_data", m.msg_type) end
+  end)
+end)
