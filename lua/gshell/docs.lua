@@ -72,6 +72,9 @@ local D = {
   ["torch.cuda.mem_get_info"] = "torch.cuda.mem_get_info([dev]) -> free, total bytes",
   ["torch.cuda.transfers"] = "torch.cuda.transfers() -> {h2d = {count=, bytes=}, d2h = {...}, d2d = {...}} copies since start/reset",
   ["torch.cuda.reset_transfers"] = "torch.cuda.reset_transfers(): zero the copy counters",
+  ["torch.profiler"] = "torch.profiler: profile(fn) records kernels and copies per device and stream (docs/profiling.md)",
+  ["torch.profiler.profile"] = "torch.profiler.profile(fn[, {record_shapes = true}]) -> profile: print(p) for the table per op, p:export_chrome_trace(path), p:export_timeline(path)",
+  ["torch.profiler.from_events"] = "torch.profiler.from_events(list[, t0, t1]) -> a profile of events given by hand ({name, kind, device, stream, t0, t1, bytes, flops})",
   ["torch.cuda.smi"] = "torch.cuda.smi(): an nvidia-smi-style table of every device",
 
   -- nn and optim
