@@ -82,10 +82,24 @@ describe("torch.profiler.profile on the cpu (the host lane)", function()
     end
   end)
 
-  it("a broadcast operand counts its own bytes, not the output's", function()
+  it("bytes and FLOPs are counted as the simulated devices count them", function()
+    -- each operand at the shape the kernel reads it (a broadcast one at the
+    -- output's), plus the output: x * y on [100, 50] and [50] moves 3 x 5000 floats
     local x, y = torch.ones(100, 50), torch.ones(50)
-    local p = torch.profiler.profile(function() local _ = x * y end)
-    assert.are.equal(4 * (100 * 50 + 50 + 100 * 50), row(p:key_averages(), "mul").bytes)
+    local i = torch.tensor({ 1, 2, 3 })
+    local s = torch.ones(10, 20)
+    local p = torch.profiler.profile(function()
+      local _ = x * y
+      _ = i:eq(i)             -- comparisons count one operation per output element too
+      _ = s:softmax(2)        -- five per element
+    end)
+    local rows = p:key_averages()
+    assert.are.equal(4 * 3 * 100 * 50, row(rows, "mul").bytes)
+    assert.are.equal(100 * 50, row(rows, "mul").flops)
+    assert.are.equal(3 * 8 + 3 * 8 + 3, row(rows, "eq").bytes)
+    assert.are.equal(3, row(rows, "eq").flops)
+    assert.are.equal(5 * 200, row(rows, "softmax").flops)
+    assert.are.equal(2 * 4 * 200, row(rows, "softmax").bytes)
   end)
 
   it("times agree with the wall clock around the work", function()
@@ -152,6 +166,130 @@ describe("torch.profiler.profile on the cpu (the host lane)", function()
     ok, msg = pcall(torch.profiler.profile, function() error("boom", 0) end)
     assert.are.same({ false, "boom" }, { ok, msg })
     assert.is_false(torch._prof.recording())
+  end)
+end)
+
+describe("torch.profiler.profile on simulated GPUs (device lanes)", function()
+  local saved_n, saved_cap
+  setup(function()
+    collectgarbage(); collectgarbage()
+    saved_n, saved_cap = torch._sim_configure(2)
+  end)
+  teardown(function()
+    collectgarbage(); collectgarbage()
+    torch._sim_configure(saved_n, saved_cap)
+  end)
+
+  local function events_named(p, name, lane)
+    local t = {}
+    for _, e in ipairs(p.events) do
+      if e.name == name and (lane == nil or e.lane == lane) then t[#t + 1] = e end
+    end
+    return t
+  end
+
+  it("kernels run on their device's stream lane, with the same bytes and FLOPs as on the cpu", function()
+    local m1, m2 = torch.ones(64, 32, { device = "cuda:1" }), torch.ones(32, 16, { device = "cuda:1" })
+    local c1, c2 = torch.ones(64, 32), torch.ones(32, 16)
+    local p = torch.profiler.profile(function()
+      for _ = 1, 3 do local _ = m1:matmul(m2) end
+      local _ = c1:matmul(c2)
+    end)
+    local rows = p:key_averages()
+    local dev, cpu = row(rows, "mm", "cuda:1"), row(rows, "mm", "cpu")
+    assert.are.equal(3, dev.calls)
+    assert.are.equal(1, cpu.calls)
+    assert.are.equal(3 * cpu.bytes, dev.bytes)
+    assert.are.equal(3 * cpu.flops, dev.flops)
+    assert.are.equal(2 * 64 * 16 * 32, cpu.flops)
+    for _, e in ipairs(events_named(p, "mm")) do
+      assert.are.equal(e.device == "cpu" and "host" or "cuda:1/0", e.lane)
+    end
+  end)
+
+  it("waits for the work fn queued: a kernel still running when fn returns is in the profile", function()
+    local a = torch.rand(400, 400, { device = "cuda:0" })
+    local t0 = torch.clock()
+    local queued_for
+    local p = torch.profiler.profile(function()
+      for _ = 1, 4 do a = a:matmul(a) end
+      queued_for = torch.clock() - t0
+    end)
+    local mms = events_named(p, "mm", "cuda:0/0")
+    assert.are.equal(4, #mms)
+    -- fn only queued them: the last one ended after fn returned
+    assert.is_true(mms[4].t1 / 1e9 > queued_for - 1e-3, mms[4].t1 / 1e9 .. " vs " .. queued_for)
+    -- the profiler's own wait at the end is not fn's: no sync rows
+    assert.are.equal(0, #events_named(p, "wait"))
+  end)
+
+  it("copies are kind copy on the device's lane; host reads are waits on the host lane", function()
+    local x = torch.ones(1000)
+    local p = torch.profiler.profile(function()
+      local y = x:cuda(0)
+      local z = y:to("cuda:1")
+      local _ = (z * 2):sum():item()
+      local _ = z:cpu()
+    end)
+    local h2d, d2d, d2h = events_named(p, "copy_h2d"), events_named(p, "copy_d2d"), events_named(p, "copy_d2h")
+    assert.are.equal(1, #h2d)
+    assert.are.same({ "copy", "cuda:0/0", 4000 }, { h2d[1].kind, h2d[1].lane, h2d[1].bytes })
+    assert.are.equal(1, #d2d)
+    assert.are.same({ "copy", "cuda:1/0", 4000 }, { d2d[1].kind, d2d[1].lane, d2d[1].bytes })
+    assert.are.equal(2, #d2h)                      -- the item() and the cpu()
+    local waits = 0
+    for _, e in ipairs(p.events) do
+      if e.kind == "sync" then
+        waits = waits + 1
+        assert.are.equal("host", e.lane)
+      end
+    end
+    assert.is_true(waits >= 1, "no wait recorded for item()")
+    local text = tostring(p)
+    assert.truthy(text:find("\ncopy_h2d%s+cuda:0%s+copy%s+1%s"), text)
+  end)
+
+  it("a kernel on another stream gets its own lane and thread id", function()
+    local s = torch.cuda.Stream(0)
+    local y = torch.ones(100, { device = "cuda:0" })
+    local p = torch.profiler.profile(function()
+      torch.cuda.with_stream(s, function() local _ = y + 1 end)
+    end)
+    local adds = events_named(p, "add")
+    assert.are.equal(1, #adds)
+    assert.is_true(adds[1].stream ~= 0, "on the default stream")
+    assert.are.equal("cuda:0/" .. adds[1].stream, adds[1].lane)
+    local trace = p:chrome_trace()
+    local found
+    for _, e in ipairs(trace.traceEvents) do
+      if e.ph == "X" and e.name == "add" then found = e end
+    end
+    assert.are.same({ 1, adds[1].stream }, { found.pid, found.tid })
+  end)
+
+  it("two devices compute at the same time: their lanes overlap", function()
+    local a = torch.rand(500, 500, { device = "cuda:0" })
+    local b = torch.rand(500, 500, { device = "cuda:1" })
+    local p = torch.profiler.profile(function()
+      for _ = 1, 4 do
+        a = a:matmul(a) / 500
+        b = b:matmul(b) / 500
+      end
+    end)
+    local busy = {}
+    for _, l in ipairs(p:lanes()) do busy[l.lane] = l.busy_ns end
+    -- time during which a kernel ran on each device at once (devices that
+    -- took turns, one kernel at a time, would have none)
+    local both = 0
+    for _, e in ipairs(p.events) do
+      if e.lane == "cuda:0/0" then
+        for _, f in ipairs(p.events) do
+          if f.lane == "cuda:1/0" then both = both + math.max(0, math.min(e.t1, f.t1) - math.max(e.t0, f.t0)) end
+        end
+      end
+    end
+    assert.is_true(both > 0, "the devices took turns")
+    assert.is_true(busy["cuda:0/0"] > 0 and busy["cuda:1/0"] > 0)
   end)
 end)
 
@@ -261,7 +399,7 @@ for e in d["traceEvents"]:
     local n = 0
     for l in out:gmatch("X|mul|kernel|0|0|[^\n]*") do
       n = n + 1
-      assert.truthy(l:match("|2052$"), l)   -- 256 floats read and written, and the scalar 2
+      assert.truthy(l:match("|3072$"), l)   -- 256 floats read, the scalar 2 broadcast to 256, 256 written
     end
     assert.are.equal(5, n)
     assert.are.equal(#p.events, #lines_of(out, "X|"))

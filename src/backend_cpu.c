@@ -24,17 +24,12 @@ static gs_status cpu_sync(int i) { return GS_OK; }
 
 /* ---- profiling -------------------------------------------------------------- */
 
-/* The bytes a kernel touches in t: each distinct element once, so an
- * operand broadcast along a dim (stride 0) counts its own size, not the
- * output's. */
+/* The bytes a kernel moves for operand t: its elements as the kernel
+ * sees them (a broadcast operand at the output's size), as the simulated
+ * devices count them (gs_task_tensor), so a cpu row and a cuda row of the
+ * same op agree. */
 static uint64_t touched(const gs_tensor *t) {
-  if (t == NULL) return 0;
-  uint64_t n = 1;
-  for (int d = 0; d < t->ndim; d++) {
-    if (t->shape[d] == 0) return 0;
-    if (t->stride[d] != 0) n *= (uint64_t)t->shape[d];
-  }
-  return n * gs_dtype_size(t->dtype);
+  return t ? (uint64_t)gs_numel(t) * gs_dtype_size(t->dtype) : 0;
 }
 
 static bool on_host(const gs_tensor *t) { return t == NULL || gs_tensor_device(t).type == GS_CPU; }
@@ -55,14 +50,17 @@ static void prof_kernel(const char *name, uint64_t t0, const gs_tensor *out, con
   e.stream = -1;
   e.t0_ns = t0;
   e.t1_ns = t1;
-  e.bytes = touched(out) + touched(out2) + (a != out ? touched(a) : 0) + (b != out && b != a ? touched(b) : 0);
+  e.bytes = touched(out) + touched(out2) + touched(a) + touched(b);
   e.flops = flops;
   /* PyTorch's "Input Shapes": the operands read; a kernel that reads
    * none (fill, arange, random) lists the tensor it writes */
   if (gs_prof_shapes_on()) {
-    if (a) gs_prof_add_shape(&e, a->ndim, a->shape);
-    if (b) gs_prof_add_shape(&e, b->ndim, b->shape);
-    if (!a && !b) gs_prof_add_shape(&e, out->ndim, out->shape);
+    char text[GS_PROF_SHAPES_LEN] = "";
+    if (a) gs_prof_add_shape(text, a->ndim, a->shape);
+    if (b) gs_prof_add_shape(text, b->ndim, b->shape);
+    if (!a && !b) gs_prof_add_shape(text, out->ndim, out->shape);
+    gs_prof_record_shaped(&e, text);
+    return;
   }
   gs_prof_record(&e);
 }
@@ -72,16 +70,15 @@ static void prof_kernel(const char *name, uint64_t t0, const gs_tensor *out, con
  * profile records. */
 #define NOINLINE __attribute__((noinline))
 
-/* One flop per element of t when it holds floats (elementwise arithmetic,
- * sums); integer and bool kernels count none. */
-static uint64_t float_elems(const gs_tensor *t) {
-  return gs_dtype_is_float(t->dtype) ? (uint64_t)gs_numel(t) : 0;
-}
+/* FLOPs as the simulated devices count them (backend_sim.c): one per
+ * output element of an elementwise op, one per input element of a
+ * reduction, five per element of a softmax, 2*M*N*K for a product. */
+static uint64_t elems(const gs_tensor *t) { return (uint64_t)gs_numel(t); }
 
 static NOINLINE gs_status record_copy(gs_tensor *dst, const gs_tensor *src) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_copy(dst, src);
-  prof_kernel("copy", t0, dst, NULL, src, NULL, 0);
+  prof_kernel("copy_", t0, dst, NULL, src, NULL, 0);
   return s;
 }
 static gs_status prof_copy(gs_tensor *dst, const gs_tensor *src) {
@@ -92,7 +89,7 @@ static gs_status prof_copy(gs_tensor *dst, const gs_tensor *src) {
 static NOINLINE gs_status record_fill(gs_tensor *dst, gs_scalar value) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_fill(dst, value);
-  prof_kernel("fill", t0, dst, NULL, NULL, NULL, 0);
+  prof_kernel("fill_", t0, dst, NULL, NULL, NULL, 0);
   return s;
 }
 static gs_status prof_fill(gs_tensor *dst, gs_scalar value) {
@@ -103,7 +100,7 @@ static gs_status prof_fill(gs_tensor *dst, gs_scalar value) {
 static NOINLINE gs_status record_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_unary(op, out, x, args);
-  prof_kernel(gs_unary_name(op), t0, out, NULL, x, NULL, op == GS_U_LOGICAL_NOT ? 0 : float_elems(out));
+  prof_kernel(gs_unary_name(op), t0, out, NULL, x, NULL, elems(out));
   return s;
 }
 static gs_status prof_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args) {
@@ -114,8 +111,7 @@ static gs_status prof_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, 
 static NOINLINE gs_status record_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_binary(op, out, a, b);
-  /* comparisons and logic (bool out) are no arithmetic */
-  prof_kernel(gs_binary_name(op), t0, out, NULL, a, b, op >= GS_B_EQ ? 0 : float_elems(out));
+  prof_kernel(gs_binary_name(op), t0, out, NULL, a, b, elems(out));
   return s;
 }
 static gs_status prof_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
@@ -126,8 +122,7 @@ static gs_status prof_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a
 static NOINLINE gs_status record_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_reduce(op, out, idx, x, dim);
-  bool arith = op == GS_R_SUM || op == GS_R_PROD;
-  prof_kernel(gs_reduce_name(op), t0, out, idx, x, NULL, arith ? float_elems(x) : 0);
+  prof_kernel(gs_reduce_name(op), t0, out, idx, x, NULL, elems(x));
   return s;
 }
 static gs_status prof_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
@@ -138,7 +133,7 @@ static gs_status prof_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, co
 static NOINLINE gs_status record_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_softmax(out, x, dim, log);
-  prof_kernel(log ? "log_softmax" : "softmax", t0, out, NULL, x, NULL, 0);
+  prof_kernel(log ? "log_softmax" : "softmax", t0, out, NULL, x, NULL, 5 * elems(x));
   return s;
 }
 static gs_status prof_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) {
@@ -151,9 +146,7 @@ static gs_status prof_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool 
 static NOINLINE gs_status record_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
   uint64_t t0 = gs_prof_now_ns();
   gs_status s = gs_cpu_gemm(c, a, b);
-  uint64_t flops = gs_dtype_is_float(c->dtype)
-                   ? 2u * (uint64_t)c->shape[0] * (uint64_t)c->shape[1] * (uint64_t)c->shape[2] * (uint64_t)a->shape[2]
-                   : 0;
+  uint64_t flops = 2 * elems(c) * (uint64_t)a->shape[2];
   prof_kernel("mm", t0, c, NULL, a, b, flops);
   return s;
 }

@@ -26,9 +26,6 @@ typedef struct {
   uint64_t t0_ns, t1_ns; /* CLOCK_MONOTONIC */
   uint64_t bytes;       /* bytes read and written */
   uint64_t flops;       /* floating-point operations, 0 when not counted */
-  /* the operands' shapes ("[64, 32], [32, 16]") when the profile records
-   * shapes (gs_prof_shapes_on) and the recorder knows them; else "" */
-  char shapes[80];
 } gs_prof_event;
 
 /* Nonzero while a profile records. */
@@ -45,12 +42,18 @@ void gs_prof_stop(void);
 const gs_prof_event *gs_prof_events(int64_t *count);
 uint64_t gs_prof_now_ns(void);
 
-/* record_shapes: recorders that know their operands fill e->shapes while
- * this is on (set before gs_prof_start, cleared by gs_prof_stop). */
+/* record_shapes: while on (set before gs_prof_start, cleared by
+ * gs_prof_stop), recorders that know their operands' shapes pass them as
+ * text ("[64, 32], [32, 16]") with gs_prof_record_shaped; the text is kept
+ * beside the event, so gs_prof_event stays the same for every recorder. */
+#define GS_PROF_SHAPES_LEN 80
 void gs_prof_set_record_shapes(bool on);
 bool gs_prof_shapes_on(void);
-/* Appends the shape of an operand to e->shapes ("[2, 3]", comma-separated
- * after the first), cut short when it does not fit. */
-void gs_prof_add_shape(gs_prof_event *e, int ndim, const int64_t *shape);
+void gs_prof_record_shaped(const gs_prof_event *e, const char *shapes);
+/* Event i's shapes ("" when none were recorded); valid as gs_prof_events. */
+const char *gs_prof_event_shapes(int64_t i);
+/* Appends an operand's shape to buf (GS_PROF_SHAPES_LEN bytes): "[2, 3]",
+ * comma-separated after the first, ending in "..." when out of room. */
+void gs_prof_add_shape(char *buf, int ndim, const int64_t *shape);
 
 #endif

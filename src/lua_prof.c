@@ -69,9 +69,9 @@ static int l_events(lua_State *L) {
     lua_setfield(L, -2, "bytes");
     lua_pushinteger(L, (lua_Integer)e->flops);
     lua_setfield(L, -2, "flops");
-    size_t sl = strnlen(e->shapes, sizeof e->shapes);
-    if (sl > 0 && sl < sizeof e->shapes) {
-      lua_pushlstring(L, e->shapes, sl);
+    const char *shapes = gs_prof_event_shapes(i);
+    if (shapes[0]) {
+      lua_pushstring(L, shapes);
       lua_setfield(L, -2, "shapes");
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);

@@ -119,7 +119,13 @@ function M._trace_write(path)
   prof.stop()
   local p = new_profile(prof.events(), trace_t0, t1, false)
   trace_t0 = nil
-  if path:lower():match("%.svg$") then p:export_timeline(path) else p:export_chrome_trace(path) end
+  local script = type(arg) == "table" and type(arg[0]) == "string" and arg[0] or nil
+  if path:lower():match("%.svg$") then
+    p:export_timeline(path, { title = "gshell --trace" .. (script and (" " .. script) or "") })
+  else
+    p:export_chrome_trace(path)
+  end
+  io.stdout:flush()
   io.stderr:write(string.format("gshell: trace of %d events (%s) written to %s\n", #p.events,
     M.format_time(p.duration_ns), path))
 end
@@ -356,7 +362,14 @@ end
 
 -- ---- SVG timeline ------------------------------------------------------------
 
+-- opts: {title = 'text above the axis'} (default "gshell profile").
 function Profile:timeline_svg(opts)
+  if opts ~= nil and type(opts) ~= "table" then error("timeline: options must be a table, got " .. type(opts), 3) end
+  local msg = opts and torch._options_error(opts, "timeline", { "title" })
+  if msg then error(msg, 3) end
+  if opts and opts.title ~= nil and type(opts.title) ~= "string" then
+    error("timeline: title must be a string, got " .. type(opts.title), 3)
+  end
   return require("torch.profiler_svg").render(self, opts)
 end
 

@@ -170,12 +170,14 @@ function M.render(p, opts)
       local fill = b.kind == "copy" and COPY_FILL or b.kind == "sync" and "url(#wait)" or colour(b.name)
       local what = b.n > 1 and string.format("%d %s%s", b.n, b.mixed and "ops" or b.name, b.mixed and "" or " calls")
                    or b.name
-      local where = b.kind == "sync" and ("host waiting for " .. b.device) or profiler.lane_label(b.lane)
+      -- a wait names the device it waited for when its recorder knew it
+      local waited = b.device ~= "cpu" and b.device or "a device"
+      local where = b.kind == "sync" and ("host waiting for " .. waited) or profiler.lane_label(b.lane)
       add(string.format('<rect class="%s" x="%s" y="%s" width="%s" height="%d" fill="%s" stroke="#ffffff" ' ..
         'stroke-width="0.5"><title>%s on %s: %s%s</title></rect>', b.kind, fmt(b.x0), fmt(by), fmt(w), BOX_H,
         fill, esc(what), esc(where), esc(profiler.format_time(b.ns)),
         b.bytes > 0 and esc(", " .. bytes_text(b.bytes)) or ""))
-      local text = fit(b.kind == "sync" and ("wait " .. b.device) or what, w)
+      local text = fit(b.kind == "sync" and (b.device ~= "cpu" and "wait " .. b.device or "wait") or what, w)
       if text then
         local ink = (b.kind == "copy" or b.kind == "sync") and "#000000" or "#ffffff"
         add(string.format('<text class="label" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" ' ..
