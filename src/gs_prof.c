@@ -29,6 +29,9 @@ uint64_t gs_prof_now_ns(void) {
 static void append(const gs_prof_event *e, const char *text) {
   if (!gs_prof_on()) return;
   pthread_mutex_lock(&lock);
+  /* again under the lock: once gs_prof_stop returned, nothing appends, so
+   * the events can be read without it until the next start */
+  if (!__atomic_load_n(&gs_prof_active, __ATOMIC_RELAXED)) { pthread_mutex_unlock(&lock); return; }
   if (count == cap) {
     int64_t ncap = cap ? cap * 2 : 1024;
     gs_prof_event *n = realloc(events, (size_t)ncap * sizeof *n);
@@ -66,7 +69,9 @@ void gs_prof_start(void) {
 }
 
 void gs_prof_stop(void) {
+  pthread_mutex_lock(&lock);
   __atomic_store_n(&gs_prof_active, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&lock);
   __atomic_store_n(&record_shapes, 0, __ATOMIC_RELAXED);
 }
 

@@ -38,7 +38,8 @@ void gs_prof_record(const gs_prof_event *e);
 void gs_prof_start(void);
 void gs_prof_stop(void);
 /* The recorded events, in the order they were recorded; valid until the
- * next gs_prof_start. */
+ * next gs_prof_start. Read them after gs_prof_stop: from then on no
+ * thread appends. */
 const gs_prof_event *gs_prof_events(int64_t *count);
 uint64_t gs_prof_now_ns(void);
 

@@ -40,6 +40,7 @@ static const char *const kind_names[GS_PROF_KIND_COUNT] = {"kernel", "copy", "sy
  * t0, t1 (ns, CLOCK_MONOTONIC), bytes, flops[, shapes]}, in the order
  * they were recorded. */
 static int l_events(lua_State *L) {
+  if (gs_prof_on()) return luaL_error(L, "torch._prof.events: stop the profile first (workers still append)");
   int64_t n;
   const gs_prof_event *ev = gs_prof_events(&n);
   lua_createtable(L, n > 0 && n < 1 << 24 ? (int)n : 0, 0);
