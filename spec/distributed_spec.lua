@@ -52,7 +52,8 @@ describe("torch.distributed under mpirun", function()
   end
 
   for _, np in ipairs({ 2, 3 }) do
-    it("async_op: Work:wait/is_completed, errors at wait, tensors kept alive, Ctrl-C in a wait, " .. np .. " ranks",
+    it("async_op: Work:wait/is_completed, errors at wait, tensors kept alive, Ctrl-C in a wait and in DDP's, "
+      .. np .. " ranks",
       function()
         if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
         local out = expect_ok(np, "spec/fixtures/dist/async.lua")
@@ -74,6 +75,7 @@ describe("torch.distributed under mpirun", function()
           .. "written to while the collective was in flight"))
         assert.equal(np - 1, count("interrupted wait: ok"))
         assert.equal(np - 1, count("interrupted blocking call: ok"))
+        assert.equal(np - 1, count("interrupted ddp backward: ok"))
       end)
   end
 
