@@ -150,11 +150,16 @@ function DDP:init(module, opts)
   -- The end of backward (an autograd callback, as PyTorch's): start what
   -- is left, wait for every bucket and copy the averages into .grad, so
   -- the optimizer's step reads reduced gradients. stats.last records the
-  -- step's timeline (torch.clock() seconds) for bench/dist/ddp.lua.
+  -- step's timeline (torch.clock() seconds) for bench/dist/ddp.lua:
+  -- backward_end (when the last gradient was accumulated), each bucket's
+  -- work:_timing(), done.
   local function finish(ok)
     state.active = false
     state.expect = false
-    local backward_end = torch.clock()
+    -- backward's computation ended with the last gradient: what runs
+    -- after it (this callback's start included) may wait for a core
+    local backward_end = state.last_grad or torch.clock()
+    state.last_grad = nil
     local err
     if ok then
       for i = state.next, #buckets do
@@ -188,6 +193,7 @@ function DDP:init(module, opts)
 
   local function on_grad(p)
     if not state.expect then return end
+    state.last_grad = torch.clock()
     if not state.active then
       state.active = true
       torch._queue_backward_callback(finish)
