@@ -70,6 +70,7 @@ describe("torch.distributed under mpirun", function()
         assert.equal(np, count("several in flight: ok"))
         assert.equal(np, count("every collective: ok"))
         assert.equal(np, count("kept alive: ok"))
+        assert.equal(np, count("simulated device: ok"))
         assert.equal(np, count("error at wait: torch.distributed.all_reduce: the ranks called different collectives"))
         assert.equal(1, count("written in flight: torch.distributed.all_reduce: a tensor of this collective was "
           .. "written to while the collective was in flight"))
