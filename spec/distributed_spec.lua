@@ -101,6 +101,7 @@ describe("torch.distributed under mpirun", function()
     both("bad op", "op must be 'sum', 'avg', 'product', 'min' or 'max', got mean")
     both("list", "must be a list of world_size (2) tensors")
     both("option", "unknown option 'async'")
+    both("async type", "torch.distributed.broadcast: async_op must be true or false, got number")
   end)
 
   it("a rank that fails stops the job instead of leaving the others waiting", function()
