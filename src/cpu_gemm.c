@@ -36,9 +36,11 @@ static void pack(char *dst, const char *src, int64_t rows, int64_t cols, int64_t
 /* Multiply-adds per BLAS call in a big product (about 20 ms on one core),
  * so Ctrl-C is noticed between calls. */
 #define GEMM_PANEL_WORK ((int64_t)1 << 30)
-/* Below this many multiply-adds a product runs as one call on the calling
- * thread: waking the workers would cost more than it saves. */
-#define GEMM_SPLIT_WORK ((int64_t)1 << 18)
+/* Below this many multiply-adds (about 100^3, some 40 us on one core) a
+ * product runs as one call on the calling thread: waking a sleeping
+ * worker costs tens of microseconds, more than the split would save
+ * (at 64^3 splitting ran at a third of one thread's speed). */
+#define GEMM_SPLIT_WORK ((int64_t)1 << 20)
 /* Blocks start on multiples of this many rows (or columns), the BLAS
  * kernels' unroll, so no block leaves the kernel a ragged edge it would
  * not have had anyway. */
