@@ -165,14 +165,14 @@ describe("matrix products split over a worker set", function()
   end
 
   it("a product big enough to be cut into blocks for Ctrl-C, checked at the blocks' edges", function()
-    local n = 1300 -- 2.2e9 multiply-adds: more than one block even on one thread
+    local n = 1700 -- 4.9e9 multiply-adds: two blocks of rows even on one thread
     local a, b = torch.rand(n, n), torch.rand(n, n)
     local bt = b:t():contiguous()
     for _, threads in ipairs({1, 2}) do
       local c = torch._with_workers(threads, function() return a:mm(b) end)
-      for _, i in ipairs({1, 15, 16, 17, 325, 640, 641, 650, 651, 975, 1299, 1300}) do
+      for _, i in ipairs({1, 15, 16, 17, 425, 848, 849, 850, 851, 1275, 1699, 1700}) do
         local ai, ci = a:select(1, i):tolist(), c:select(1, i):tolist()
-        for _, j in ipairs({1, 17, 649, 650, 1300}) do
+        for _, j in ipairs({1, 17, 849, 850, 1700}) do
           local bj, s, mag = bt:select(1, j):tolist(), 0.0, 0.0
           for k = 1, n do s = s + ai[k] * bj[k]; mag = mag + abs(ai[k] * bj[k]) end
           assert.is_true(abs(ci[j] - s) <= 2e-6 * mag, string.format("c[%d][%d] = %.9g, want %.9g", i, j, ci[j], s))

@@ -33,9 +33,11 @@ static void pack(char *dst, const char *src, int64_t rows, int64_t cols, int64_t
     for (int64_t j = 0; j < cols; j++) memcpy(dst + (i * cols + j) * es, src + (i * sr + j * sc) * (int64_t)es, es);
 }
 
-/* Multiply-adds per BLAS call in a big product (about 20 ms on one core),
- * so Ctrl-C is noticed between calls. */
-#define GEMM_PANEL_WORK ((int64_t)1 << 30)
+/* Multiply-adds per BLAS call in a big product (some 20 to 40 ms on one
+ * core), so Ctrl-C is noticed between calls. Not smaller: each row block
+ * packs all of B again (at 2^30, 2000^3 took 8 blocks and lost to
+ * OpenBLAS's own threads). */
+#define GEMM_PANEL_WORK ((int64_t)1 << 31)
 /* Below this many multiply-adds (about 100^3, some 40 us on one core) a
  * product runs as one call on the calling thread: waking a sleeping
  * worker costs tens of microseconds, more than the split would save
