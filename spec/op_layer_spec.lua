@@ -415,3 +415,19 @@ describe("rules the engine holds for numbers, counts and assignments", function(
     H.errors(function() return x16:unsqueeze(1) end, MSG)
   end)
 end)
+
+describe("pin_memory's rule lives in the engine", function()
+  teardown(function() H.release_gpus() end)
+
+  it("pins a copy of a cpu tensor once, and refuses a tensor on a GPU", function()
+    local x = torch.tensor({ 1.5, 2.5 })
+    local p = x:pin_memory()
+    assert.is_true(p:is_pinned())
+    assert.is_false(x:is_pinned())
+    assert.is_true(rawequal(p:pin_memory(), p))
+    H.check(p, "float32", { 2 }, { 1.5, 2.5 })
+    if not H.gpus(1) then return pending("needs a CUDA device") end
+    local g = torch.ones(2, { device = "cuda:0" })
+    H.errors(function() return g:pin_memory() end, "pin_memory: only CPU tensors can be pinned, this one is on cuda:0")
+  end)
+end)

@@ -81,6 +81,10 @@ gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **o
 gs_status gs_ag_to(gs_tensor *x, gs_device dev, gs_dtype dt, gs_tensor **out);
 gs_status gs_ag_to_ex(gs_tensor *x, gs_device dev, gs_dtype dt, bool non_blocking, gs_tensor **out);
 gs_status gs_ag_clone(gs_tensor *x, gs_tensor **out);
+/* x:pin_memory(): a clone in pinned host memory, the source of
+ * asynchronous copies to a device; x itself (retained) when it is pinned
+ * already; refused for a tensor that is not on the cpu. */
+gs_status gs_ag_pin_memory(gs_tensor *x, gs_tensor **out);
 gs_status gs_ag_join(gs_tensor **xs, int n, int dim, bool stack, gs_tensor **out);
 gs_status gs_ag_var(gs_tensor *x, int dim, bool keepdim, int64_t correction, bool take_sqrt, gs_tensor **out);
 gs_status gs_ag_norm(gs_tensor *x, double p, gs_tensor **out);

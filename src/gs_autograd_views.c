@@ -188,6 +188,18 @@ gs_status gs_ag_clone(gs_tensor *x, gs_tensor **out) {
   return s;
 }
 
+gs_status gs_ag_pin_memory(gs_tensor *x, gs_tensor **out) {
+  if (!gs_tensor_on_cpu(x)) {
+    char dev[32];
+    gs_device_name(gs_tensor_device(x), dev, sizeof dev);
+    return gs_error("pin_memory: only CPU tensors can be pinned, this one is on %s", dev);
+  }
+  if (x->buf->pinned) { gs_tensor_retain(x); *out = x; return GS_OK; }
+  GS_TRY(gs_ag_clone(x, out));
+  (*out)->buf->pinned = true;
+  return GS_OK;
+}
+
 /* ---- cat / stack: each input gets its slice of g ---- */
 
 static gs_status bw_join(gs_node *n, gs_tensor *g, gs_tensor **gr) {

@@ -260,20 +260,10 @@ static int m_cpu(lua_State *L) {
   gsL_check(L, gs_ag_to(x, gs_cpu(), x->dtype, &r));
   return push_result(L, x, r);
 }
-/* x:pin_memory(): a copy in pinned host memory (x itself when it is
- * pinned already), the source of asynchronous copies to a device */
 static int m_pin_memory(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
-  if (!gs_tensor_on_cpu(x)) {
-    char dev[32];
-    gs_device_name(gs_tensor_device(x), dev, sizeof dev);
-    return luaL_error(L, "pin_memory: only CPU tensors can be pinned, this one is on %s", dev);
-  }
-  if (x->buf->pinned) { lua_settop(L, 1); return 1; }
-  gsL_check(L, gs_ag_clone(x, &r));
-  r->buf->pinned = true;
-  gsL_pushtensor(L, r);
-  return 1;
+  gsL_check(L, gs_ag_pin_memory(x, &r));
+  return push_result(L, x, r);
 }
 static int m_is_pinned(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
