@@ -43,6 +43,7 @@ struct gs_event {
   int dev, stream;
   uint64_t seq;
   _Atomic uint64_t stamp_ns;      /* when the marker ran (0: not yet, or dropped) */
+  _Atomic uint64_t generation;    /* bumped by each record: only its own marker stamps */
 };
 
 static device devs[GS_QUEUE_MAX_DEVICES];
@@ -78,8 +79,9 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
     wait_for(stream_of(t->wdev, t->wstream), t->wseq);
     return;
   }
-  if (t->event) {
-    atomic_store_explicit(&t->event->stamp_ns, dropped ? 0 : now_ns(), memory_order_release);
+  if (t->event) { /* a marker of an earlier record of the event stamps nothing */
+    if (atomic_load_explicit(&t->event->generation, memory_order_acquire) == t->wseq_gen)
+      atomic_store_explicit(&t->event->stamp_ns, dropped ? 0 : now_ns(), memory_order_release);
     return;
   }
   if (dropped || !t->run) return;
@@ -552,7 +554,8 @@ gs_status gs_event_record(gs_event *e, int dev, int id) {
   gs_task *t = gs_task_new(dev, "record_event", NULL);
   if (!t) return GS_ERR_OOM;
   atomic_fetch_add(&e->refs, 1);
-  atomic_store_explicit(&e->stamp_ns, 0, memory_order_relaxed);
+  t->wseq_gen = atomic_fetch_add_explicit(&e->generation, 1, memory_order_acq_rel) + 1;
+  atomic_store_explicit(&e->stamp_ns, 0, memory_order_release);
   t->event = e;
   uint64_t seq;
   gs_status st = gs_task_submit_on(t, id, &seq);

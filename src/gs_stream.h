@@ -68,6 +68,7 @@ struct gs_task {
   int wdev, wstream;
   uint64_t wseq;
   struct gs_event *event; /* a marker task: stamps the event's time */
+  uint64_t wseq_gen;      /* ... if the event's latest record is this one */
 };
 
 /* (Re)creates n queued devices; each default stream's worker runs its
