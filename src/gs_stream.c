@@ -166,8 +166,16 @@ static void stop_stream(stream *s) {
   pthread_cond_destroy(&s->done);
 }
 
+/* At exit the queued work finishes first: a worker still inside a kernel
+ * while the C library and OpenBLAS tear themselves down would crash
+ * (registered after OpenBLAS loaded, so it runs before its destructor). */
+static void drain_at_exit(void) {
+  for (int i = 0; i < ndevs; i++) gs_queue_drain_device(i);
+}
+
 void gs_queue_configure(int n, int cores) {
   static bool ready;
+  if (!ready) atexit(drain_at_exit);
   if (ready)
     for (int i = 0; i < GS_QUEUE_MAX_DEVICES; i++) {
       gs_queue_drain_device(i);
