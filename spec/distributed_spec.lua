@@ -72,7 +72,9 @@ describe("torch.distributed under mpirun", function()
         assert.equal(np, count("kept alive: ok"))
         assert.equal(np, count("simulated device: ok"))
         assert.equal(np, count("error at wait: torch.distributed.all_reduce: the ranks called different collectives"))
-        assert.equal(1, count("written in flight: torch.distributed.all_reduce: a tensor of this collective was "
+        -- (a deliberate data race: the fixture leaves it out under ThreadSanitizer)
+        local under_tsan = os.getenv("GSHELL_UNDER_TSAN") == "1"
+        assert.equal(under_tsan and 0 or 1, count("written in flight: torch.distributed.all_reduce: a tensor of this collective was "
           .. "written to while the collective was in flight"))
         assert.equal(np - 1, count("interrupted wait: ok"))
         assert.equal(np - 1, count("interrupted blocking call: ok"))

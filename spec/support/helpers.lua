@@ -234,6 +234,9 @@ end
 -- True when the specs run under AddressSanitizer (tools/run_specs.sh
 -- build-san preloads libasan into lua5.4).
 H.UNDER_ASAN = (os.getenv("LD_PRELOAD") or ""):find("asan") ~= nil
+-- True when the specs run under ThreadSanitizer (`make test TSAN=1`;
+-- tools/sanitizer_env.sh sets GSHELL_UNDER_TSAN).
+H.UNDER_TSAN = os.getenv("GSHELL_UNDER_TSAN") == "1"
 
 -- Returns a replacement for busted's `it` that registers a pending case
 -- instead when the case's name is a key of `known` (a table of known bugs:
