@@ -1,0 +1,361 @@
+-- streams_spec.lua: simulated GPUs are asynchronous as real ones are
+-- (API.md, "Time: asynchrony, streams, events, profiling"). On 2 simulated
+-- devices: a result read on the host reflects every op queued before it,
+-- on its stream and on the streams it waited on; an op returns long before
+-- its work is done; two devices compute at the same time; events time the
+-- device's work; stream scopes restore the previous stream however they end.
+local torch = require("torch")
+local H = require("helpers")
+local cuda = torch.cuda
+
+local saved_n, saved_cap
+
+-- Known engine bugs (H.it_unless): delete an entry once it is fixed.
+local KNOWN = {
+  ["a device that does not exist is named in the error of the call that got it"] =
+    "torch.cuda.Stream(5) raises 'lua/torch/streams.lua:61: invalid CUDA device 5 (2 visible)': the library's " ..
+    "own position, and no word of which call was given the bad device",
+}
+local it = H.it_unless(KNOWN, it, pending)
+
+local function gc() collectgarbage(); collectgarbage() end
+
+-- Busy work for a device: n products of a 256x256 matrix, kept cheap
+-- enough for a loaded machine, long enough (tens of ms) that what is
+-- queued behind it is still queued when the host looks.
+local function busy(dev, n)
+  local m = torch.full({ 256, 256 }, 1 / 256, { device = dev })
+  for _ = 1, n do m = m:matmul(m) end
+  return m
+end
+
+describe("streams: ordering", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+
+  it("a long queue of small in-place ops gives exactly the float64 answer", function()
+    -- 3000 ops: more than the stream's queue holds (the host waits for room)
+    local x = torch.zeros(64, { dtype = torch.float64, device = "cuda:0" })
+    local ref = 0.0
+    for i = 1, 1500 do
+      x:mul_(0.5)
+      x:add_(i % 7)
+      ref = ref * 0.5 + i % 7
+    end
+    local got = x:tolist()
+    for k = 1, 64 do assert.are.equal(ref, got[k]) end
+    -- integers: every one of 3000 increments counted
+    local n = torch.zeros(8, { dtype = torch.int64, device = "cuda:1" })
+    for i = 1, 3000 do n:add_(i) end
+    assert.are.equal(3000 * 3001 // 2, n[1]:item())
+  end)
+
+  it("chains of fresh results, read once at the end, are right", function()
+    local a = torch.arange(1, 1001, { dtype = torch.float64, device = "cuda:0" })
+    local s = a
+    for _ = 1, 500 do s = s * 1.0 + 1 end
+    -- sum of (k + 500) for k = 1..1000
+    assert.are.equal(1000 * 1001 / 2 + 500 * 1000, s:sum():item())
+  end)
+
+  it("a stream that waited for another (wait_stream) sees its writes", function()
+    local s1, s2 = cuda.Stream(0), cuda.Stream(0)
+    assert.are_not.equal(s1, s2)
+    local x = torch.zeros(1 << 16, { dtype = torch.float64, device = "cuda:0" })
+    s1:wait_stream(cuda.current_stream(0)) -- x's zeros first
+    local y, total
+    do
+      local c <close> = cuda.stream(s1)
+      busy("cuda:0", 40) -- s1 is busy for a while
+      for _ = 1, 50 do x:add_(1) end
+    end
+    s2:wait_stream(s1)
+    cuda.with_stream(s2, function()
+      y = x * 2
+      total = y:sum()
+    end)
+    -- host reads wait for the streams that wrote what they read (here s2,
+    -- which waited for s1); an op queued on the default stream would not
+    -- (as in CUDA, reading across streams needs a wait)
+    assert.are.equal(100 * (1 << 16), total:item())
+    assert.are.same({ 100, 100 }, y:narrow(1, 1, 2):tolist())
+  end)
+
+  it("wait_event orders one stream after an event of another", function()
+    local s1, s2 = cuda.Stream(1), cuda.Stream(1)
+    local x = torch.zeros(1000, { dtype = torch.float64, device = "cuda:1" })
+    s1:wait_stream(cuda.default_stream(1))
+    local e = cuda.Event()
+    local y
+    cuda.with_stream(s1, function()
+      busy("cuda:1", 40)
+      x:fill_(3)
+      e:record(s1)
+      x:fill_(100)        -- after the event: s2 may or may not see it, so never read below
+    end)
+    -- e is recorded but s1 is still busy
+    assert.is_false(e:query())
+    s2:wait_event(e)
+    cuda.with_stream(s2, function() y = x:narrow(1, 1, 10):clone() end)
+    local v = y:tolist()
+    for k = 1, 10 do assert.is_true(v[k] == 3 or v[k] == 100) end
+    -- the event's form of the wait: e:wait(stream)
+    local z = torch.zeros(10, { dtype = torch.float64, device = "cuda:1" })
+    s1:wait_stream(cuda.default_stream(1))
+    local e2 = cuda.Event()
+    cuda.with_stream(s1, function()
+      busy("cuda:1", 40)
+      z:fill_(7)
+      e2:record(s1)
+    end)
+    e2:wait(s2)
+    local w
+    cuda.with_stream(s2, function() w = z + 1 end)
+    assert.are.same({ 8, 8, 8 }, w:narrow(1, 1, 3):tolist())
+    cuda.synchronize()
+  end)
+
+  it("a host read of a tensor written on two streams waits for both", function()
+    local s1 = cuda.Stream(0)
+    local x = torch.zeros(1 << 12, { dtype = torch.float64, device = "cuda:0" })
+    s1:wait_stream(cuda.default_stream(0))
+    cuda.with_stream(s1, function()
+      busy("cuda:0", 40)
+      x:narrow(1, 1, 1 << 11):fill_(2)
+    end)
+    -- the default stream writes the other half at once
+    x:narrow(1, (1 << 11) + 1, 1 << 11):fill_(1)
+    assert.are.equal(3 * (1 << 11), x:cpu():sum():item())
+  end)
+
+  it("a copy to another device of a tensor whose kernels are still queued gets their result", function()
+    local x = torch.zeros(1 << 14, { dtype = torch.float64, device = "cuda:0" })
+    busy("cuda:0", 40)
+    for _ = 1, 20 do x:add_(1) end
+    local y = x:cuda(1) -- x's producers are still queued on cuda:0
+    assert.are.equal(20 * (1 << 14), y:sum():item())
+    -- and back again, through a chain of queued work on both devices
+    local z = ((y * 2):cuda(0) + 1):cuda(1)
+    assert.are.equal(41 * (1 << 14), z:sum():item())
+  end)
+
+  it("the source's later writes do not reach a copy queued before them", function()
+    local x = torch.full({ 1 << 14 }, 5, { dtype = torch.float64, device = "cuda:0" })
+    busy("cuda:1", 60) -- the copy waits behind this on cuda:1
+    local y = x:cuda(1)
+    x:fill_(-1)          -- queued on cuda:0 right after the copy
+    assert.are.equal(5 * (1 << 14), y:sum():item())
+    assert.are.equal(-(1 << 14), x:sum():item())
+  end)
+end)
+
+describe("streams: asynchrony", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+
+  it("an op returns long before its work is done", function()
+    local a = torch.rand(768, 768, { device = "cuda:0" })
+    cuda.synchronize()
+    local start, stop = cuda.Event({ enable_timing = true }), cuda.Event({ enable_timing = true })
+    local t0 = torch.clock()
+    start:record()
+    local c = a:matmul(a):matmul(a)
+    stop:record()
+    local queued = torch.clock() - t0
+    assert.is_false(stop:query()) -- still running right after the call
+    stop:synchronize()
+    local wall = torch.clock() - t0
+    assert.is_true(stop:query())
+    local ms = start:elapsed_time(stop)
+    -- the device worked for ms; the host took far less to queue it
+    assert.is_true(queued * 1000 < ms / 5, ("queuing took %.3f ms, the work %.3f ms"):format(queued * 1000, ms))
+    assert.is_true(ms <= wall * 1000 + 1, ("elapsed %.3f ms > wall %.3f ms"):format(ms, wall * 1000))
+    assert.are.equal(768, c:size(1))
+  end)
+
+  it("two devices compute at the same time", function()
+    -- the devices' kernel time, summed, is well above the wall time only
+    -- if their work overlapped in time
+    local function kernel_s(i) return cuda.memory_stats(i).kernel_seconds end
+    local a0 = torch.rand(512, 512, { device = "cuda:0" })
+    local a1 = torch.rand(512, 512, { device = "cuda:1" })
+    cuda.synchronize()
+    local k0, k1 = kernel_s(0), kernel_s(1)
+    local t0 = torch.clock()
+    for _ = 1, 12 do a0:matmul(a0); a1:matmul(a1) end
+    cuda.synchronize()
+    local wall = torch.clock() - t0
+    local overlap = ((kernel_s(0) - k0) + (kernel_s(1) - k1)) / wall
+    assert.is_true(overlap > 1.5, ("device busy time / wall time = %.2f"):format(overlap))
+  end)
+
+  it("equal work on two devices takes clearly less than twice one device's time", function()
+    -- each device has half of the host's cores; on a loaded 2-core
+    -- machine the timings are noisy: the best of a few interleaved rounds
+    local a0 = torch.rand(512, 512, { device = "cuda:0" })
+    local a1 = torch.rand(512, 512, { device = "cuda:1" })
+    cuda.synchronize()
+    local one, two = math.huge, math.huge
+    for _ = 1, 5 do
+      local t0 = torch.clock()
+      for _ = 1, 12 do a0:matmul(a0) end
+      cuda.synchronize()
+      one = math.min(one, torch.clock() - t0)
+      t0 = torch.clock()
+      for _ = 1, 12 do a0:matmul(a0); a1:matmul(a1) end
+      cuda.synchronize()
+      two = math.min(two, torch.clock() - t0)
+      if two < 1.6 * one then break end
+    end
+    assert.is_true(two < 1.8 * one, ("two devices %.1f ms, one device %.1f ms"):format(two * 1e3, one * 1e3))
+  end)
+end)
+
+describe("streams: events", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+
+  it("elapsed_time is in milliseconds, close to the wall clock of synchronised work", function()
+    local a = torch.rand(512, 512, { device = "cuda:1" })
+    cuda.synchronize()
+    local e0, e1 = cuda.Event({ enable_timing = true }), cuda.Event({ enable_timing = true })
+    local t0 = torch.clock()
+    e0:record(cuda.current_stream(1))
+    for _ = 1, 10 do a:matmul(a) end
+    e1:record(cuda.current_stream(1))
+    e1:synchronize()
+    local wall_ms = (torch.clock() - t0) * 1000
+    local ms = e0:elapsed_time(e1)
+    assert.are.equal("float", math.type(ms))
+    assert.is_true(ms > 0 and ms <= wall_ms + 1, ("elapsed %.3f ms, wall %.3f ms"):format(ms, wall_ms))
+    assert.is_true(ms > wall_ms / 4, ("elapsed %.3f ms is not the work's time (wall %.3f ms)"):format(ms, wall_ms))
+    -- reversed order: negative
+    assert.are.equal(-ms, e1:elapsed_time(e0))
+  end)
+
+  it("elapsed_time errors: no timing, not recorded, not completed", function()
+    local plain, t1, t2 = cuda.Event(), cuda.Event({ enable_timing = true }), cuda.Event({ enable_timing = true })
+    t1:record()
+    plain:record()
+    cuda.synchronize()
+    H.errors(function() return plain:elapsed_time(t1) end, "enable_timing")
+    H.errors(function() return t1:elapsed_time(t2) end, "recorded")
+    -- t2 recorded behind queued work: not completed yet
+    busy("cuda:0", 40)
+    t2:record()
+    H.errors(function() return t1:elapsed_time(t2) end, "completed")
+    t2:synchronize()
+    assert.is_true(t1:elapsed_time(t2) >= 0)
+    H.errors(function() return t1:elapsed_time(nil) end, "torch.cuda.Event")
+    H.errors(function() return cuda.Event({ timing = true }) end, "unknown option 'timing'")
+  end)
+
+  it("query: true for an event never recorded, false behind queued work, true after", function()
+    local e = cuda.Event()
+    assert.is_true(e:query())
+    assert.matches("not recorded", tostring(e))
+    local s = cuda.Stream(1)
+    cuda.synchronize(1)
+    cuda.with_stream(s, function() busy("cuda:1", 40) end)
+    e:record(s)
+    assert.matches("cuda:1", tostring(e))
+    assert.is_false(e:query())
+    assert.is_false(s:query())
+    assert.is_true(cuda.default_stream(1):query()) -- the other stream has nothing queued
+    e:synchronize()
+    assert.is_true(e:query())
+    assert.is_true(s:query())
+    -- record_event on a stream returns the event it recorded
+    local e2 = s:record_event()
+    assert.are.equal(getmetatable(e), getmetatable(e2))
+    s:synchronize()
+    assert.is_true(e2:query())
+  end)
+end)
+
+describe("streams: stream objects and scopes", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  after_each(function()
+    cuda.set_stream(cuda.default_stream(0))
+    cuda.set_stream(cuda.default_stream(1))
+  end)
+
+  it("current_stream is the default stream until set; equality and tostring", function()
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
+    assert.are.equal(cuda.default_stream(), cuda.current_stream())
+    assert.are_not.equal(cuda.default_stream(0), cuda.default_stream(1))
+    assert.are.equal("<torch.cuda.Stream device=cuda:1 cuda_stream=0>", tostring(cuda.default_stream(1)))
+    local s = cuda.Stream(1)
+    assert.are.equal("cuda", s.device.type)
+    assert.are.equal(1, s.device.index)
+    assert.matches("^<torch.cuda.Stream device=cuda:1 cuda_stream=%d+>$", tostring(s))
+    assert.are_not.equal(s, cuda.default_stream(1))
+    cuda.set_stream(s)
+    assert.are.equal(s, cuda.current_stream(1))
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0)) -- per device
+  end)
+
+  it("torch.cuda.stream as a <close> scope restores the previous stream, also on error", function()
+    local s = cuda.Stream(0)
+    do
+      local c <close> = cuda.stream(s)
+      assert.are.equal(s, cuda.current_stream(0))
+      local x = torch.ones(4, { device = "cuda:0" }) * 2 -- queued on s
+      assert.are.equal(8, x:sum():item())
+    end
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
+    local ok, err = pcall(function()
+      local c <close> = cuda.stream(s)
+      error("boom")
+    end)
+    assert.is_false(ok)
+    assert.matches("boom", err)
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
+    -- nested scopes unwind one at a time
+    local s2 = cuda.Stream(0)
+    do
+      local a <close> = cuda.stream(s)
+      do
+        local b <close> = cuda.stream(s2)
+        assert.are.equal(s2, cuda.current_stream(0))
+      end
+      assert.are.equal(s, cuda.current_stream(0))
+    end
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
+  end)
+
+  it("with_stream restores the previous stream, returns fn's values and rethrows its error", function()
+    local s = cuda.Stream(1)
+    local a, b = cuda.with_stream(s, function()
+      assert.are.equal(s, cuda.current_stream(1))
+      return 1, "two"
+    end)
+    assert.are.same({ 1, "two" }, { a, b })
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+    local ok, err = pcall(cuda.with_stream, s, function() error("inside") end)
+    assert.is_false(ok)
+    assert.matches("inside", err)
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+  end)
+
+  it("wrong arguments give clear errors", function()
+    H.errors(function() return cuda.Stream("cpu") end, "expected a CUDA device, got cpu")
+    H.errors(function() return cuda.stream(3) end, "expected a torch.cuda.Stream, got number")
+    H.errors(function() return cuda.with_stream(cuda.Stream(0), 5) end, "expected a function")
+    H.errors(function() return cuda.set_stream("s") end, "expected a torch.cuda.Stream")
+    H.errors(function() return cuda.default_stream(0):wait_stream(5) end, "expected a torch.cuda.Stream")
+    H.errors(function() return cuda.default_stream(0):wait_event({}) end, "expected a torch.cuda.Event")
+    H.errors(function() return cuda.Event(true) end, "expected an options table")
+  end)
+
+  it("a device that does not exist is named in the error of the call that got it", function()
+    for _, f in ipairs({ "Stream", "current_stream", "default_stream" }) do
+      local ok, msg = pcall(cuda[f], 5)
+      assert.is_false(ok)
+      assert.matches("torch.cuda." .. f, msg, nil, true)
+      assert.matches("cuda:5", msg, nil, true)
+      assert.is_nil(msg:find("lua/torch/", 1, true)) -- the user's line, not the library's
+    end
+  end)
+end)
