@@ -15,6 +15,13 @@ local KNOWN = {
   ["a device that does not exist is named in the error of the call that got it"] =
     "torch.cuda.Stream(5) raises 'lua/torch/streams.lua:61: invalid CUDA device 5 (2 visible)': the library's " ..
     "own position, and no word of which call was given the bad device",
+  ["equal work on two devices takes clearly less than twice one device's time: matrix products"] =
+    "matrix products of both devices go to the one process-wide OpenBLAS (src/cpu_gemm.c calls cblas_sgemm " ..
+    "with OpenBLAS's own thread pool over all host cores): no per-device share yet, so two devices' products " ..
+    "do not run side by side (measured here: 2.05x and 1.88x the time of one device for twice the work)",
+  ["a scope of a stream of another device makes that device current, as PyTorch's does"] =
+    "torch.cuda.stream(s) / with_stream / set_stream only set s current on its device: with s on cuda:1 and " ..
+    "cuda:0 current, current_stream() inside the scope is cuda:0's and e:record() records there",
 }
 local it = H.it_unless(KNOWN, it, pending)
 
@@ -189,26 +196,55 @@ describe("streams: asynchrony", function()
     assert.is_true(overlap > 1.5, ("device busy time / wall time = %.2f"):format(overlap))
   end)
 
-  it("equal work on two devices takes clearly less than twice one device's time", function()
-    -- each device has half of the host's cores; on a loaded 2-core
-    -- machine the timings are noisy: the best of a few interleaved rounds
-    local a0 = torch.rand(512, 512, { device = "cuda:0" })
-    local a1 = torch.rand(512, 512, { device = "cuda:1" })
+  -- Wall-clock speed-up measures the machine as much as the engine: with
+  -- more runnable threads than cores (other jobs), a device's worker waits
+  -- for a core as long as it computes. Those cases run only when the
+  -- machine has a core per device to spare, and say so when they skip.
+  local function loaded()
+    local f = io.open("/proc/loadavg")
+    if not f then return false end
+    local load = tonumber(f:read("a"):match("^(%S+)"))
+    f:close()
+    local p = io.popen("nproc")
+    local cores = tonumber(p:read("a")) or 1
+    p:close()
+    return load and load > cores - 1, ("load average %.1f on %d cores"):format(load or 0, cores)
+  end
+
+  -- best of a few interleaved rounds of n ops on one device, then on both
+  local function speedup(make, op, n)
+    local a0, a1 = make("cuda:0"), make("cuda:1")
     cuda.synchronize()
     local one, two = math.huge, math.huge
     for _ = 1, 5 do
       local t0 = torch.clock()
-      for _ = 1, 12 do a0:matmul(a0) end
+      for _ = 1, n do op(a0) end
       cuda.synchronize()
       one = math.min(one, torch.clock() - t0)
       t0 = torch.clock()
-      for _ = 1, 12 do a0:matmul(a0); a1:matmul(a1) end
+      for _ = 1, n do op(a0); op(a1) end
       cuda.synchronize()
       two = math.min(two, torch.clock() - t0)
-      if two < 1.6 * one then break end
+      if two < 1.5 * one then break end
     end
-    assert.is_true(two < 1.8 * one, ("two devices %.1f ms, one device %.1f ms"):format(two * 1e3, one * 1e3))
-  end)
+    return one, two
+  end
+
+  for _, case in ipairs({
+    { "elementwise", function(d) return torch.rand(1 << 20, { device = d }) end, function(a) return a:exp() end, 40 },
+    { "matrix products", function(d) return torch.rand(512, 512, { device = d }) end,
+      function(a) return a:matmul(a) end, 12 },
+  }) do
+    it("equal work on two devices takes clearly less than twice one device's time: " .. case[1], function()
+      local busy_machine, why = loaded()
+      if busy_machine then
+        pending("skipped: " .. why)
+        return
+      end
+      local one, two = speedup(case[2], case[3], case[4])
+      assert.is_true(two < 1.7 * one, ("two devices %.1f ms, one device %.1f ms"):format(two * 1e3, one * 1e3))
+    end)
+  end
 end)
 
 describe("streams: events", function()
@@ -337,6 +373,21 @@ describe("streams: stream objects and scopes", function()
     assert.is_false(ok)
     assert.matches("inside", err)
     assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+  end)
+
+  it("a scope of a stream of another device makes that device current, as PyTorch's does", function()
+    -- PyTorch's torch.cuda.stream(s) (and set_stream) switch to s's device,
+    -- so current_stream() and Event:record() without arguments mean s
+    assert.are.equal(0, cuda.current_device())
+    local s = cuda.Stream(1)
+    do
+      local c <close> = cuda.stream(s)
+      assert.are.equal(1, cuda.current_device())
+      assert.are.equal(s, cuda.current_stream())
+    end
+    assert.are.equal(0, cuda.current_device())
+    cuda.with_stream(s, function() assert.are.equal(s, cuda.current_stream()) end)
+    assert.are.equal(0, cuda.current_device())
   end)
 
   it("wrong arguments give clear errors", function()

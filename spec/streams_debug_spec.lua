@@ -1,0 +1,310 @@
+-- streams_debug_spec.lua: what asynchronous simulated GPUs show a user who
+-- is debugging (API.md, "Time: asynchrony, streams, events, profiling"):
+-- an error found inside a kernel surfaces once, at the next synchronising
+-- call, naming the op, and the device stays usable; the sync debug mode
+-- names each synchronising call and the user's line ('warn') or raises
+-- ('error'); Ctrl-C during a wait drops the queued work and leaves the
+-- devices usable; GSHELL_SIM_CONTEXT_MS models the cold start of a device.
+local torch = require("torch")
+local H = require("helpers")
+local R = require("gshell_run")
+local cuda = torch.cuda
+
+-- Known engine bugs (H.it_unless): delete an entry once it is fixed.
+local KNOWN = {
+  ["'warn' prints exactly one line per synchronising call, naming the line and the call"] =
+    "torch.cuda.synchronize() with 2 devices prints its warning twice (once per device waited for); " ..
+    "print(x) is named 'a copy to the host' instead of print; Stream:synchronize() is named 'sync()' " ..
+    "(the internal binding's name)",
+  ["smi() says when the cold-start model is on"] =
+    "torch.cuda.smi_text() does not mention GSHELL_SIM_CONTEXT_MS (API.md: 'the banner and smi() say when " ..
+    "that is on')",
+}
+local it = H.it_unless(KNOWN, it, pending)
+
+local saved_n, saved_cap
+local function gc() collectgarbage(); collectgarbage() end
+
+local function busy(dev, n)
+  local m = torch.full({ 256, 256 }, 1 / 256, { device = dev })
+  for _ = 1, n do m = m:matmul(m) end
+  return m
+end
+
+-- Runs a script with gshell on 2 simulated GPUs; returns stdout, stderr,
+-- exit code and the script's path (as gshell names it in messages).
+local function run_script(src, env)
+  local dir = R.tmpdir()
+  local path = dir .. "/sync.lua"
+  R.write_file(path, src)
+  local out, err, code = R.run({ "--sim-gpus", "2", path }, "", env)
+  return out, err, code, path
+end
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+describe("streams: errors found inside kernels", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+
+  local function bad_select(dev)
+    local x = torch.arange(1, 11, { dtype = torch.float64, device = dev })
+    local idx = torch.tensor({ 1, 50 }, { dtype = torch.int64, device = dev })
+    return x:index_select(1, idx) -- validated on the host, checked in the kernel
+  end
+
+  -- the call that queued the bad kernel returns; the next synchronising
+  -- call (each of `syncs`) reports it once, naming index_select and the
+  -- index; the device then computes as before
+  local syncs = {
+    ["item()"] = function(dev) return torch.ones(3, { device = dev }):sum():item() end,
+    ["print (tostring)"] = function(dev) return tostring(torch.ones(3, { device = dev })) end,
+    ["tolist()"] = function(dev) return torch.ones(3, { device = dev }):tolist() end,
+    ["torch.cuda.synchronize()"] = function(dev) return cuda.synchronize(dev) end,
+    ["Stream:synchronize()"] = function(dev) return cuda.current_stream(dev):synchronize() end,
+  }
+  for name, sync in pairs(syncs) do
+    it("an index out of range in index_select surfaces at the next " .. name .. ", once", function()
+      local y = bad_select("cuda:0")
+      assert.are.equal(2, y:size(1))
+      local msg = H.errors(function() return sync("cuda:0") end, { "index_select", "50" })
+      assert.matches("out of bounds", msg, nil, true)
+      assert.matches("cuda:0", msg, nil, true)
+      -- only once: the next call is clean, and the device computes right
+      assert.has_no.errors(function() return sync("cuda:0") end)
+      assert.are.equal(42, (torch.full({ 6 }, 7, { dtype = torch.float64, device = "cuda:0" })):sum():item())
+    end)
+  end
+
+  it("an error on one device is reported by that device's synchronisation, not the other's", function()
+    local y = bad_select("cuda:1")
+    busy("cuda:0", 10)
+    assert.has_no.errors(function() cuda.synchronize(0) end)
+    assert.are.equal(3, torch.ones(3, { device = "cuda:0" }):sum():item())
+    H.errors(function() cuda.synchronize(1) end, { "index_select", "cuda:1" })
+    assert.are.equal(3, torch.ones(3, { device = "cuda:1" }):sum():item())
+    assert.are.equal(2, y:numel())
+  end)
+
+  it("the error waits behind long queued work and still names the op", function()
+    busy("cuda:0", 20)
+    local _ = bad_select("cuda:0")
+    for _ = 1, 100 do busy("cuda:0", 0) end
+    H.errors(function() return torch.zeros(2, { device = "cuda:0" }):tolist() end, "index_select")
+    assert.are.same({ 0, 0 }, torch.zeros(2, { device = "cuda:0" }):tolist())
+  end)
+end)
+
+describe("streams: sync debug mode", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function()
+    cuda.set_sync_debug_mode("default")
+    gc()
+    torch._sim_configure(saved_n, saved_cap)
+  end)
+  after_each(function() cuda.set_sync_debug_mode(0) end)
+
+  it("get_sync_debug_mode reports the mode as PyTorch's numbers", function()
+    assert.are.equal(0, cuda.get_sync_debug_mode())
+    for m, v in pairs({ default = 0, warn = 1, error = 2 }) do
+      cuda.set_sync_debug_mode(m)
+      assert.are.equal(v, cuda.get_sync_debug_mode())
+    end
+    for v = 0, 2 do
+      cuda.set_sync_debug_mode(v)
+      assert.are.equal(v, cuda.get_sync_debug_mode())
+    end
+  end)
+
+  it("bad modes are rejected with the allowed values, and the mode stays as it was", function()
+    cuda.set_sync_debug_mode("warn")
+    for _, bad in ipairs({ "loud", 3, -1, 1.5, true }) do
+      local msg = H.errors(function() cuda.set_sync_debug_mode(bad) end, { "'default', 'warn' or 'error'" })
+      assert.matches(tostring(bad), msg, nil, true)
+      assert.are.equal(1, cuda.get_sync_debug_mode())
+    end
+    H.errors(function() cuda.set_sync_debug_mode() end, "got nil")
+  end)
+
+  it("'error' raises at each synchronising call, naming the call and the user's line", function()
+    local x = torch.ones(3, { device = "cuda:1" }) * 2
+    local src = debug.getinfo(1, "S").short_src
+    cuda.set_sync_debug_mode("error")
+    local cases = {
+      { "item()", function() return x:sum():item() end },
+      { "tolist()", function() return x:tolist() end },
+      { "cpu()", function() return x:cpu() end },
+      { "synchronize", function() return cuda.synchronize() end },
+    }
+    for _, c in ipairs(cases) do
+      local msg = H.errors(c[2], { c[1], "'error'" })
+      assert.matches(src .. ":%d+:", msg)
+    end
+    -- work that does not make the host wait is allowed
+    local y = (x + 1):cuda(0) * 3
+    cuda.set_sync_debug_mode("default")
+    assert.are.same({ 9, 9, 9 }, y:tolist())
+  end)
+
+  it("'warn' prints exactly one line per synchronising call, naming the line and the call", function()
+    local _, err, code, path = run_script(table.concat({
+      'local x = torch.ones(3, {device = "cuda:1"}) * 2',   -- 1
+      'torch.cuda.set_sync_debug_mode("warn")',            -- 2
+      'local v = x:sum():item()',                          -- 3
+      'local l = x:tolist()',                              -- 4
+      'print(x)',                                          -- 5
+      'local c = x:cpu()',                                 -- 6
+      'torch.cuda.synchronize()',                          -- 7
+      'local y = (x + 1):cuda(0) * 2',                     -- 8: no wait
+      'torch.cuda.current_stream(1):synchronize()',        -- 9
+      'torch.cuda.set_sync_debug_mode("default")',         -- 10
+      'local w = y:sum():item()',                          -- 11: silent
+    }, "\n") .. "\n")
+    assert.are.equal(0, code)
+    local want = {
+      { 3, "item()" }, { 4, "tolist()" }, { 5, "print" }, { 6, "cpu()" }, { 7, "synchronize()" },
+      { 9, "synchronize()" },
+    }
+    local got = lines(err)
+    assert.are.equal(#want, #got, "stderr was:\n" .. err)
+    for k, w in ipairs(want) do
+      local l = got[k]
+      assert.is_truthy(l:find(path .. ":" .. w[1] .. ":", 1, true), "line " .. k .. ": " .. l)
+      assert.is_truthy(l:find(w[2], 1, true), "line " .. k .. " should name " .. w[2] .. ": " .. l)
+    end
+  end)
+
+  it("'warn' names each synchronising call of a script on its own line", function()
+    -- the parts of the warning that work today: one line each for item,
+    -- tolist and cpu, naming the script's line
+    local _, err, code, path = run_script(table.concat({
+      'local x = torch.ones(3, {device = "cuda:0"}) * 2',
+      'torch.cuda.set_sync_debug_mode("warn")',
+      'local v = x:sum():item()',
+      'local l = x:tolist()',
+      'local c = x:cpu()',
+      'local z = x:cuda(1) + x:cuda(1)',
+    }, "\n") .. "\n")
+    assert.are.equal(0, code)
+    local got = lines(err)
+    assert.are.equal(3, #got, "stderr was:\n" .. err)
+    for k, w in ipairs({ { 3, "item()" }, { 4, "tolist()" }, { 5, "cpu()" } }) do
+      assert.is_truthy(got[k]:find(path .. ":" .. w[1] .. ":", 1, true), got[k])
+      assert.is_truthy(got[k]:find(w[2], 1, true), got[k])
+      assert.is_truthy(got[k]:find("set_sync_debug_mode", 1, true), got[k])
+    end
+  end)
+
+  it("'default' is silent", function()
+    local out, err, code = run_script(table.concat({
+      'local x = torch.ones(3, {device = "cuda:1"}) * 2',
+      'local v = x:sum():item()',
+      'print(x:tolist()[1])',
+      'torch.cuda.synchronize()',
+    }, "\n") .. "\n")
+    assert.are.equal(0, code)
+    assert.are.equal("", err)
+    assert.are.equal("2.0\n", out)
+  end)
+end)
+
+describe("streams: Ctrl-C during a wait", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+
+  it("returns 'interrupted!', drops the rest of the queue, and the devices work afterwards", function()
+    local x = torch.zeros(1 << 12, { dtype = torch.float64, device = "cuda:0" })
+    local m0 = torch.full({ 256, 256 }, 1 / 256, { device = "cuda:0" })
+    local m1 = torch.full({ 256, 256 }, 1 / 256, { device = "cuda:1" })
+    cuda.synchronize()
+    local start, stop = cuda.Event({ enable_timing = true }), cuda.Event({ enable_timing = true })
+    start:record()
+    -- seconds of queued work on both devices
+    for _ = 1, 300 do m0:matmul(m0); x:add_(1) end
+    for _ = 1, 300 do m1:matmul(m1) end
+    stop:record()
+    local t0 = torch.clock()
+    torch._interrupt_in(0.05)
+    H.errors(function() return x:sum():item() end, "interrupted!")
+    local waited = torch.clock() - t0
+    assert.is_false(torch._interrupt_pending()) -- consumed
+    -- the queues are empty at once: the rest was dropped, not run
+    assert.is_true(cuda.current_stream(0):query())
+    assert.is_true(cuda.current_stream(1):query())
+    assert.is_true(waited < 2, ("the interrupted wait took %.2f s"):format(waited))
+    -- every increment ran whole or not at all
+    local v = x:cpu()
+    local lo, hi = v:min():item(), v:max():item()
+    assert.are.equal(lo, hi)
+    assert.is_true(lo < 300, "nothing was dropped")
+    -- an event whose marker was dropped cannot time anything
+    H.errors(function() return start:elapsed_time(stop) end, "interrupt")
+    -- new work gives right answers on both devices
+    for d = 0, 1 do
+      local dev = "cuda:" .. d
+      local a = torch.arange(1, 101, { dtype = torch.float64, device = dev })
+      assert.are.equal(5050 * 2, (a * 2):sum():item())
+    end
+    x:add_(1)
+    assert.are.equal((lo + 1) * (1 << 12), x:sum():item())
+  end)
+
+  it("interrupts Event:synchronize and torch.cuda.synchronize the same way", function()
+    local m = torch.full({ 256, 256 }, 1 / 256, { device = "cuda:1" })
+    for _, wait in ipairs({
+      function(e) e:synchronize() end,
+      function() cuda.synchronize() end,
+    }) do
+      for _ = 1, 300 do m:matmul(m) end
+      local e = cuda.Event()
+      e:record(cuda.current_stream(1))
+      torch._interrupt_in(0.03)
+      H.errors(function() wait(e) end, "interrupted!")
+      assert.is_true(e:query())
+      assert.is_false(torch._interrupt_pending())
+      assert.are.equal(6, torch.full({ 3 }, 2, { dtype = torch.float64, device = "cuda:1" }):sum():item())
+    end
+  end)
+end)
+
+describe("streams: the cold-start model", function()
+  local script = table.concat({
+    'local function first(dev)',
+    '  local t0 = torch.clock()',
+    '  local x = torch.ones(4, {device = dev})',
+    '  return torch.clock() - t0',
+    'end',
+    'local a, b, c = first("cuda:0"), first("cuda:0"), first("cuda:1")',
+    'print(string.format("%.4f %.4f %.4f", a, b, c))',
+  }, "\n") .. "\n"
+
+  local function timings(env)
+    local out, err, code = run_script(script, env)
+    assert.are.equal(0, code, err)
+    local a, b, c = out:match("^(%S+) (%S+) (%S+)")
+    return tonumber(a), tonumber(b), tonumber(c)
+  end
+
+  it("GSHELL_SIM_CONTEXT_MS makes the first use of each device take that long", function()
+    local a, b, c = timings({ GSHELL_SIM_CONTEXT_MS = "250" })
+    assert.is_true(a >= 0.25, "first use of cuda:0 took " .. a)
+    assert.is_true(b < 0.1, "second use of cuda:0 took " .. b)
+    assert.is_true(c >= 0.25, "first use of cuda:1 took " .. c)
+  end)
+
+  it("is off by default", function()
+    local a, _, c = timings({})
+    assert.is_true(a < 0.1 and c < 0.1, ("first uses took %.4f and %.4f s"):format(a, c))
+    assert.are.equal(0, torch._stream.sim_context_ms())
+  end)
+
+  it("smi() says when the cold-start model is on", function()
+    local out, err, code = run_script('print(torch.cuda.smi_text())\n', { GSHELL_SIM_CONTEXT_MS = "100" })
+    assert.are.equal(0, code, err)
+    assert.is_truthy(out:find("context", 1, true) or out:find("GSHELL_SIM_CONTEXT_MS", 1, true), out)
+  end)
+end)
