@@ -271,6 +271,45 @@ describe("streams: Ctrl-C during a wait", function()
   end)
 end)
 
+describe("streams: Ctrl-C in the shell", function()
+  it("at the prompt, during a wait for a long queue: 'interrupted!', the rest dropped, the device usable", function()
+    local out, ok = R.pty({
+      { expect = "gshell> " },
+      { send = "m = torch.full({256, 256}, 1/256, {device = 'cuda:1'})\r" },
+      { expect = "gshell> " },
+      -- 1000 products (seconds of work) queued, then a wait for them
+      { send = "for i = 1, 1000 do m:matmul(m) end; print('wai' .. 'ting'); torch.cuda.synchronize(); " ..
+               "print('ran to' .. ' the end')\r" },
+      { expect = "waiting" },
+      { send = "\3" },
+      { expect = "interrupted!" },
+      { expect = "gshell> " },
+      { send = "print(torch.cuda.current_stream(1):query(), torch.cuda.memory_stats(1).num_kernels < 900, " ..
+               "(m * 0 + 2):sum():item())\r" },
+      { expect = "true\ttrue\t131072" },
+      { expect = "gshell> " },
+      { send = "\4" },
+    }, { "--sim-gpus", "2" })
+    assert.is_true(ok, out)
+    assert.is_nil(out:find("ran to the end", 1, true), out)
+  end)
+
+  it("in a script: a real SIGINT during torch.cuda.synchronize can be caught and the devices work after", function()
+    local out, err, code = run_script(table.concat({
+      'local pid = assert(io.open("/proc/self/stat")):read("n")',
+      'local m = torch.full({256, 256}, 1/256, {device = "cuda:1"})',
+      'for _ = 1, 1000 do m:matmul(m) end',
+      'os.execute("(sleep 0.3; kill -INT " .. pid .. ") &")',
+      'local ok, e = pcall(torch.cuda.synchronize)',
+      'print(ok, e)',
+      'print(torch.cuda.current_stream(1):query(), torch.cuda.memory_stats(1).num_kernels < 900)',
+      'print((torch.ones(3, {device = "cuda:1"}) + 1):sum():item())',
+    }, "\n") .. "\n")
+    assert.are.equal(0, code, err)
+    assert.matches("^false\t[^\n]*interrupted!\ntrue\ttrue\n6%.0\n$", out)
+  end)
+end)
+
 describe("streams: the cold-start model", function()
   local script = table.concat({
     'local function first(dev)',
