@@ -70,14 +70,16 @@ local function json_string(s)
   end) .. '"'
 end
 
--- Runs gshell on a pseudo-terminal. steps: a list of {send = text} and
--- {expect = python regex[, timeout = s]}. Returns the transcript and
+-- Runs gshell on a pseudo-terminal. steps: a list of {send = text},
+-- {expect = python regex[, timeout = s]} and {sleep = s}. Returns the transcript and
 -- true when every expect matched and gshell exited.
 function R.pty(steps, args, env)
   local items = {}
   for i, st in ipairs(steps) do
     if st.send then
       items[i] = '{"send": ' .. json_string(st.send) .. "}"
+    elseif st.sleep then
+      items[i] = '{"sleep": ' .. st.sleep .. "}"
     else
       items[i] = '{"expect": ' .. json_string(st.expect) .. ', "timeout": ' .. (st.timeout or 20) .. "}"
     end

@@ -8,6 +8,7 @@ STEPS.json is a list of steps, run in order:
                              until the output so far, after the previous
                              match, matches the regex
   {"send": "text"}           type text ("\\u0004" is Ctrl-D)
+  {"sleep": seconds}         wait that long (e.g. to let a command get going)
 At the end the program must exit (within 20 s). The whole transcript goes
 to stdout; the exit status is 0 when every expect matched and the program
 exited, 2 on a timeout (the step is named on stderr).
@@ -52,6 +53,9 @@ def main():
     for i, step in enumerate(steps):
         if "send" in step:
             os.write(fd, step["send"].encode())
+            continue
+        if "sleep" in step:
+            time.sleep(step["sleep"])
             continue
         pat = re.compile(step["expect"].encode(), re.S)
         deadline = time.monotonic() + step.get("timeout", 20)
