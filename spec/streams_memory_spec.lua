@@ -114,6 +114,31 @@ describe("streams: buffer lifetime", function()
     assert.are.equal(ptr, w:data_ptr())
   end)
 
+  it("a block used by more streams than a buffer tracks is held until all of them ran", function()
+    -- a buffer remembers four streams' uses; beyond that it must wait for all
+    local x = torch.full({ N }, 1, on("cuda:0"))
+    local ptr = x:data_ptr()
+    local streams, outs = {}, {}
+    for k = 1, 6 do
+      streams[k] = cuda.Stream(0)
+      streams[k]:wait_stream(cuda.default_stream(0))
+      cuda.with_stream(streams[k], function()
+        busy("cuda:0", 6)
+        outs[k] = (x * k):sum()
+      end)
+    end
+    x = nil
+    gc()
+    local z = torch.full({ N }, 9, on("cuda:0"))
+    assert.are_not.equal(ptr, z:data_ptr())
+    for k = 1, 6 do
+      local v
+      cuda.with_stream(streams[k], function() v = outs[k]:item() end)
+      assert.are.equal(k * N, v)
+    end
+    assert.are.equal(9 * N, z:sum():item())
+  end)
+
   it("memory_allocated drops at the free, also while another stream still uses the block", function()
     local s1 = cuda.Stream(1)
     local x = torch.ones(N, on("cuda:1"))

@@ -133,6 +133,19 @@ describe("streams: ordering", function()
     assert.are.equal(3 * (1 << 11), x:cpu():sum():item())
   end)
 
+  it("a host read of a tensor written on more streams than a buffer tracks waits for all", function()
+    local y = torch.zeros(6, { dtype = torch.float64, device = "cuda:0" })
+    for k = 1, 6 do
+      local s = cuda.Stream(0)
+      s:wait_stream(cuda.default_stream(0))
+      cuda.with_stream(s, function()
+        busy("cuda:0", 6)
+        y[k] = k
+      end)
+    end
+    assert.are.same({ 1, 2, 3, 4, 5, 6 }, y:tolist())
+  end)
+
   it("a copy to another device of a tensor whose kernels are still queued gets their result", function()
     local x = torch.zeros(1 << 14, { dtype = torch.float64, device = "cuda:0" })
     busy("cuda:0", 40)
