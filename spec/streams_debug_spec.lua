@@ -149,8 +149,11 @@ describe("streams: sync debug mode", function()
       local msg = H.errors(c[2], { c[1], "'error'" })
       assert.matches(src .. ":%d+:", msg)
     end
-    -- work that does not make the host wait is allowed
-    local y = (x + 1):cuda(0) * 3
+    -- work that does not make the host wait is allowed: kernels, copies
+    -- between devices, a non_blocking copy from pinned memory
+    local p = torch.ones(3):pin_memory()
+    local q = p:cuda(1, { non_blocking = true })
+    local y = (x + q):cuda(0) * 3
     cuda.set_sync_debug_mode("default")
     assert.are.same({ 9, 9, 9 }, y:tolist())
   end)
@@ -256,6 +259,31 @@ describe("streams: Ctrl-C during a wait", function()
     end
     x:add_(1)
     assert.are.equal((lo + 1) * (1 << 12), x:sum():item())
+  end)
+
+  it("stops a loop that waits for room in a full queue; the ops before it ran whole", function()
+    local m = torch.full({ 128, 128 }, 1 / 128, { device = "cuda:0" })
+    local x = torch.zeros(16, { dtype = torch.float64, device = "cuda:0" })
+    cuda.synchronize()
+    local queued = 0
+    torch._interrupt_in(0.2)
+    -- far more ops than a stream's queue holds: the host waits for room
+    H.errors(function()
+      for i = 1, 20000 do
+        m:matmul(m)
+        x:add_(1)
+        queued = i
+      end
+    end, "interrupted!")
+    assert.is_true(queued < 20000)
+    assert.is_false(torch._interrupt_pending())
+    assert.is_true(cuda.current_stream(0):query())
+    local v = x:cpu()
+    local lo = v:min():item()
+    assert.are.equal(lo, v:max():item())
+    assert.is_true(lo <= queued)
+    x:add_(1)
+    assert.are.equal(16 * (lo + 1), x:sum():item())
   end)
 
   it("interrupts Event:synchronize and torch.cuda.synchronize the same way", function()

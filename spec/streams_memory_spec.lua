@@ -243,6 +243,7 @@ describe("streams: pinned memory and non_blocking copies", function()
     local p = x:pin_memory()
     assert.is_true(p:is_pinned())
     assert.is_false(x:is_pinned())
+    assert.is_true(rawequal(p, p:pin_memory())) -- already pinned: itself, as PyTorch
     assert.are.same(x:tolist(), p:tolist())
     assert.are.equal("cpu", p.device.type)
     H.errors(function() return torch.ones(2, { device = "cuda:0" }):pin_memory() end,
