@@ -15,10 +15,6 @@ local KNOWN = {
   ["a device that does not exist is named in the error of the call that got it"] =
     "torch.cuda.Stream(5) raises 'lua/torch/streams.lua:61: invalid CUDA device 5 (2 visible)': the library's " ..
     "own position, and no word of which call was given the bad device",
-  ["equal work on two devices takes clearly less than twice one device's time: matrix products"] =
-    "matrix products of both devices go to the one process-wide OpenBLAS (src/cpu_gemm.c calls cblas_sgemm " ..
-    "with OpenBLAS's own thread pool over all host cores): no per-device share yet, so two devices' products " ..
-    "do not run side by side (measured here: 2.05x and 1.88x the time of one device for twice the work)",
   ["a scope of a stream of another device makes that device current, as PyTorch's does"] =
     "torch.cuda.stream(s) / with_stream / set_stream only set s current on its device: with s on cuda:1 and " ..
     "cuda:0 current, current_stream() inside the scope is cuda:0's and e:record() records there",
