@@ -7,6 +7,7 @@
 -- devices usable; GSHELL_SIM_CONTEXT_MS models the cold start of a device.
 local torch = require("torch")
 local H = require("helpers")
+local busy = require("device_busy") -- busy(dev, ms): about ms of queued work
 local R = require("gshell_run")
 local cuda = torch.cuda
 
@@ -30,11 +31,6 @@ local it = H.it_unless(KNOWN, it, pending)
 local saved_n, saved_cap
 local function gc() collectgarbage(); collectgarbage() end
 
-local function busy(dev, n)
-  local m = torch.full({ 256, 256 }, 1 / 256, { device = dev })
-  for _ = 1, n do m = m:matmul(m) end
-  return m
-end
 
 -- Runs a script with gshell on 2 simulated GPUs; returns stdout, stderr,
 -- exit code and the script's path (as gshell names it in messages).
@@ -87,7 +83,7 @@ describe("streams: errors found inside kernels", function()
 
   it("an error on one device is reported by that device's synchronisation, not the other's", function()
     local y = bad_select("cuda:1")
-    busy("cuda:0", 10)
+    busy("cuda:0", 50)
     assert.has_no.errors(function() cuda.synchronize(0) end)
     assert.are.equal(3, torch.ones(3, { device = "cuda:0" }):sum():item())
     H.errors(function() cuda.synchronize(1) end, { "index_select", "cuda:1" })
@@ -96,9 +92,9 @@ describe("streams: errors found inside kernels", function()
   end)
 
   it("the error waits behind long queued work and still names the op", function()
-    busy("cuda:0", 20)
+    busy("cuda:0", 80)
     local _ = bad_select("cuda:0")
-    for _ = 1, 100 do busy("cuda:0", 0) end
+    for _ = 1, 100 do busy("cuda:0", 1) end
     H.errors(function() return torch.zeros(2, { device = "cuda:0" }):tolist() end, "index_select")
     assert.are.same({ 0, 0 }, torch.zeros(2, { device = "cuda:0" }):tolist())
   end)
@@ -226,14 +222,17 @@ describe("streams: Ctrl-C during a wait", function()
 
   it("returns 'interrupted!', drops the rest of the queue, and the devices work afterwards", function()
     local x = torch.zeros(1 << 12, { dtype = torch.float64, device = "cuda:0" })
-    local m0 = torch.full({ 256, 256 }, 1 / 256, { device = "cuda:0" })
-    local m1 = torch.full({ 256, 256 }, 1 / 256, { device = "cuda:1" })
+    busy("cuda:0", 1) -- (measures the device once, before the clock matters)
+    busy("cuda:1", 1)
     cuda.synchronize()
     local start, stop = cuda.Event({ enable_timing = true }), cuda.Event({ enable_timing = true })
     start:record()
     -- seconds of queued work on both devices
-    for _ = 1, 300 do m0:matmul(m0); x:add_(1) end
-    for _ = 1, 300 do m1:matmul(m1) end
+    for _ = 1, 100 do
+      busy("cuda:0", 15)
+      x:add_(1)
+    end
+    busy("cuda:1", 1500)
     stop:record()
     local t0 = torch.clock()
     torch._interrupt_in(0.05)
@@ -248,7 +247,7 @@ describe("streams: Ctrl-C during a wait", function()
     local v = x:cpu()
     local lo, hi = v:min():item(), v:max():item()
     assert.are.equal(lo, hi)
-    assert.is_true(lo < 300, "nothing was dropped")
+    assert.is_true(lo < 100, "nothing was dropped")
     -- an event whose marker was dropped cannot time anything
     H.errors(function() return start:elapsed_time(stop) end, "interrupt")
     -- new work gives right answers on both devices
@@ -287,12 +286,11 @@ describe("streams: Ctrl-C during a wait", function()
   end)
 
   it("interrupts Event:synchronize and torch.cuda.synchronize the same way", function()
-    local m = torch.full({ 256, 256 }, 1 / 256, { device = "cuda:1" })
     for _, wait in ipairs({
       function(e) e:synchronize() end,
       function() cuda.synchronize() end,
     }) do
-      for _ = 1, 300 do m:matmul(m) end
+      busy("cuda:1", 1500)
       local e = cuda.Event()
       e:record(cuda.current_stream(1))
       torch._interrupt_in(0.03)
@@ -308,7 +306,7 @@ describe("streams: Ctrl-C in the shell", function()
   it("at the prompt, during a wait for a long queue: 'interrupted!', the rest dropped, the device usable", function()
     local out, ok = R.pty({
       { expect = "gshell> " },
-      { send = "m = torch.full({384, 384}, 1/384, {device = 'cuda:1'})\r" },
+      { send = "m = torch.full({512, 512}, 1/512, {device = 'cuda:1'})\r" },
       { expect = "gshell> " },
       -- 1000 products (seconds of work) queued, then a wait for them; the
       -- Ctrl-C comes while the shell waits (a Ctrl-C that lands in Lua code
@@ -322,7 +320,7 @@ describe("streams: Ctrl-C in the shell", function()
       { expect = "gshell> " },
       { send = "print(torch.cuda.current_stream(1):query(), torch.cuda.memory_stats(1).num_kernels < 900, " ..
                "(m * 0 + 2):sum():item())\r" },
-      { expect = "true\ttrue\t294912" },
+      { expect = "true\ttrue\t524288" },
       { expect = "gshell> " },
       { send = "\4" },
     }, { "--sim-gpus", "2" })
@@ -333,7 +331,7 @@ describe("streams: Ctrl-C in the shell", function()
   it("in a script: a real SIGINT during torch.cuda.synchronize can be caught and the devices work after", function()
     local out, err, code = run_script(table.concat({
       'local pid = assert(io.open("/proc/self/stat")):read("n")',
-      'local m = torch.full({256, 256}, 1/256, {device = "cuda:1"})',
+      'local m = torch.full({512, 512}, 1/512, {device = "cuda:1"})',
       'for _ = 1, 1000 do m:matmul(m) end',
       'os.execute("(sleep 0.3; kill -INT " .. pid .. ") &")',
       'local ok, e = pcall(torch.cuda.synchronize)',

@@ -8,6 +8,7 @@
 -- non_blocking copies behave as PyTorch's.
 local torch = require("torch")
 local H = require("helpers")
+local busy = require("device_busy") -- busy(dev, ms): about ms of queued work
 local cuda = torch.cuda
 
 -- Known engine bugs (H.it_unless): delete an entry once it is fixed.
@@ -33,14 +34,6 @@ local function on(dev, extra)
 end
 local function stat(i, key) return cuda.memory_stats(i)[key] end
 
--- Keeps the current stream of dev busy for a while (tens of ms) with
--- products of a small matrix, so what is queued after it is still queued
--- when the host looks.
-local function busy(dev, n)
-  local m = torch.full({ 256, 256 }, 1 / 256, on(dev))
-  for _ = 1, n do m = m:matmul(m) end
-  return m
-end
 
 describe("streams: buffer lifetime", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
@@ -53,7 +46,7 @@ describe("streams: buffer lifetime", function()
   end)
 
   it("a tensor freed while its kernels are queued keeps its data for them", function()
-    busy("cuda:0", 40)
+    busy("cuda:0", 150)
     local outs = {}
     for i = 1, 20 do
       local a = torch.full({ N }, i, on("cuda:0"))
@@ -70,7 +63,7 @@ describe("streams: buffer lifetime", function()
   it("a freed block is reused by its own stream at once, and the results stay right", function()
     local a = torch.full({ N }, 3, on("cuda:0"))
     local ptr = a:data_ptr()
-    busy("cuda:0", 40)
+    busy("cuda:0", 150)
     local b = a * 2 -- queued behind the busy work
     gc()
     local hits, reserved = stat(0, "num_cache_hits"), cuda.memory_reserved(0)
@@ -93,7 +86,7 @@ describe("streams: buffer lifetime", function()
     s1:wait_stream(cuda.default_stream(0))
     local y
     cuda.with_stream(s1, function()
-      busy("cuda:0", 60)
+      busy("cuda:0", 200)
       y = x * 3 -- queued on s1, behind the busy work
     end)
     x = nil
@@ -123,7 +116,7 @@ describe("streams: buffer lifetime", function()
       streams[k] = cuda.Stream(0)
       streams[k]:wait_stream(cuda.default_stream(0))
       cuda.with_stream(streams[k], function()
-        busy("cuda:0", 6)
+        busy("cuda:0", 40)
         outs[k] = (x * k):sum()
       end)
     end
@@ -145,7 +138,7 @@ describe("streams: buffer lifetime", function()
     s1:wait_stream(cuda.default_stream(1))
     local y
     cuda.with_stream(s1, function()
-      busy("cuda:1", 40)
+      busy("cuda:1", 150)
       y = x * 3
     end)
     gc()
@@ -160,7 +153,7 @@ describe("streams: buffer lifetime", function()
 
   it("empty_cache with work queued waits for it; the results stay right", function()
     local keep = torch.full({ N }, 2, on("cuda:1"))
-    busy("cuda:1", 40)
+    busy("cuda:1", 150)
     local outs = {}
     for i = 1, 8 do
       local t = torch.full({ N }, i, on("cuda:1"))
@@ -186,8 +179,8 @@ describe("streams: copies under load", function()
     local n = 1 << 12
     local x = torch.zeros(n, on("cuda:0", { dtype = torch.float64 }))
     cuda.reset_transfers()
-    busy("cuda:0", 30)
-    busy("cuda:1", 30)
+    busy("cuda:0", 120)
+    busy("cuda:1", 120)
     for _ = 1, 20 do
       x = x:cuda(1) + 1
       x = x:cuda(0) * 2
@@ -207,8 +200,8 @@ describe("streams: copies under load", function()
   it("copies in both directions at once keep their sources' values", function()
     local a = torch.full({ N }, 1, on("cuda:0"))
     local b = torch.full({ N }, 2, on("cuda:1"))
-    busy("cuda:0", 30)
-    busy("cuda:1", 30)
+    busy("cuda:0", 120)
+    busy("cuda:1", 120)
     local a1, b0 = a:cuda(1), b:cuda(0)
     a:fill_(-5)
     b:fill_(-7)
@@ -222,7 +215,7 @@ describe("streams: copies under load", function()
   it("to the host and back while busy: every copy counted once", function()
     cuda.reset_transfers()
     local x = torch.arange(1, 1001, on("cuda:1", { dtype = torch.float64 }))
-    busy("cuda:1", 20)
+    busy("cuda:1", 80)
     local h = (x * 2):cpu()
     local back = h:cuda(0)
     assert.are.equal(1001 * 1000, back:sum():item())
@@ -253,13 +246,13 @@ describe("streams: pinned memory and non_blocking copies", function()
 
   it("a non_blocking copy from pinned memory returns at once; the result is right after synchronize", function()
     local src = torch.arange(0, N, f32):pin_memory()
-    busy("cuda:0", 60)
+    busy("cuda:0", 200)
     local t0 = torch.clock()
     local y = src:cuda(0, { non_blocking = true })
     local dt = torch.clock() - t0
     assert.is_false(cuda.current_stream(0):query(), "the machine was too slow to see this")
     -- a blocking copy waits for the queue ahead of it
-    busy("cuda:0", 60)
+    busy("cuda:0", 200)
     local t1 = torch.clock()
     local z = src:cuda(0)
     local dt_blocking = torch.clock() - t1
@@ -275,7 +268,7 @@ describe("streams: pinned memory and non_blocking copies", function()
   end)
 
   it("the pinned source of a queued non_blocking copy stays alive when dropped at once", function()
-    busy("cuda:1", 60)
+    busy("cuda:1", 200)
     local outs = {}
     for i = 1, 6 do
       local p = torch.full({ N }, i, f32):pin_memory()
@@ -292,7 +285,7 @@ describe("streams: pinned memory and non_blocking copies", function()
 
   it("non_blocking from pageable memory is still correct (it waits, as PyTorch's does)", function()
     local x = torch.full({ N }, 4, f32)
-    busy("cuda:0", 20)
+    busy("cuda:0", 80)
     local y = x:cuda(0, { non_blocking = true })
     x:fill_(0) -- the host changes its copy right after the call
     assert.are.equal(4 * N, y:sum():item())
