@@ -116,13 +116,16 @@ describe("streams: buffer lifetime", function()
       streams[k] = cuda.Stream(0)
       streams[k]:wait_stream(cuda.default_stream(0))
       cuda.with_stream(streams[k], function()
-        busy("cuda:0", 40)
+        busy("cuda:0", 100)
         outs[k] = (x * k):sum()
       end)
     end
     x = nil
     gc()
     local z = torch.full({ N }, 9, on("cuda:0"))
+    local running = 0
+    for k = 1, 6 do running = running + (streams[k]:query() and 0 or 1) end
+    assert.is_true(running > 0, "the machine was too slow to see this: the streams finished already")
     assert.are_not.equal(ptr, z:data_ptr())
     for k = 1, 6 do
       local v
