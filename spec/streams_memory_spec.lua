@@ -38,17 +38,21 @@ local function stat(i, key) return cuda.memory_stats(i)[key] end
 describe("streams: buffer lifetime", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
   before_each(function()
     cuda.synchronize()
     gc()
     cuda.empty_cache(0)
     cuda.empty_cache(1)
+    collectgarbage("stop")
   end)
+  after_each(function() collectgarbage("restart"); gc() end)
 
   it("a tensor freed while its kernels are queued keeps its data for them", function()
     busy("cuda:0", 150)
     local outs = {}
-    for i = 1, 20 do
+    for i = 1, 8 do
       local a = torch.full({ N }, i, on("cuda:0"))
       outs[i] = (a * 2):sum()
       a = nil
@@ -57,7 +61,7 @@ describe("streams: buffer lifetime", function()
       local junk = torch.full({ N }, -1000, on("cuda:0"))
       junk = nil
     end
-    for i = 1, 20 do assert.are.equal(2 * i * N, outs[i]:item()) end
+    for i = 1, 8 do assert.are.equal(2 * i * N, outs[i]:item()) end
   end)
 
   it("a freed block is reused by its own stream at once, and the results stay right", function()
@@ -86,17 +90,19 @@ describe("streams: buffer lifetime", function()
     s1:wait_stream(cuda.default_stream(0))
     local y
     cuda.with_stream(s1, function()
-      busy("cuda:0", 200)
+      busy("cuda:0", 600) -- more than a full collection of the suite's heap takes under ASan
       y = x * 3 -- queued on s1, behind the busy work
     end)
     x = nil
+    local t0 = torch.clock()
     gc()
+    local gc_ms = (torch.clock() - t0) * 1000
     -- the default stream allocates the same size while s1 is still busy
     local reserved = cuda.memory_reserved(0)
     local z = torch.full({ N }, 9, on("cuda:0"))
+    assert.is_false(s1:query(), ("s1 finished already (the collection took %.0f ms)"):format(gc_ms))
     assert.are_not.equal(ptr, z:data_ptr())
     assert.is_true(cuda.memory_reserved(0) > reserved) -- a new segment, not x's
-    assert.is_false(s1:query(), "the machine was too slow to see this: s1 finished already")
     local ys
     cuda.with_stream(s1, function() ys = y:sum() end)
     assert.are.equal(3 * N, ys:item())
@@ -116,16 +122,18 @@ describe("streams: buffer lifetime", function()
       streams[k] = cuda.Stream(0)
       streams[k]:wait_stream(cuda.default_stream(0))
       cuda.with_stream(streams[k], function()
-        busy("cuda:0", 100)
+        busy("cuda:0", 200)
         outs[k] = (x * k):sum()
       end)
     end
     x = nil
+    local t0 = torch.clock()
     gc()
+    local gc_ms = (torch.clock() - t0) * 1000
     local z = torch.full({ N }, 9, on("cuda:0"))
     local running = 0
     for k = 1, 6 do running = running + (streams[k]:query() and 0 or 1) end
-    assert.is_true(running > 0, "the machine was too slow to see this: the streams finished already")
+    assert.is_true(running > 0, ("the streams finished already (the collection took %.0f ms)"):format(gc_ms))
     assert.are_not.equal(ptr, z:data_ptr())
     for k = 1, 6 do
       local v
@@ -176,7 +184,10 @@ end)
 describe("streams: copies under load", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
-  before_each(function() cuda.synchronize(); gc() end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
+  before_each(function() cuda.synchronize(); gc(); collectgarbage("stop") end)
+  after_each(function() collectgarbage("restart"); gc() end)
 
   it("a chain of copies back and forth while both devices are busy is exact and counted", function()
     local n = 1 << 12
@@ -231,7 +242,10 @@ end)
 describe("streams: pinned memory and non_blocking copies", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
-  before_each(function() cuda.synchronize(); gc() end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
+  before_each(function() cuda.synchronize(); gc(); collectgarbage("stop") end)
+  after_each(function() collectgarbage("restart"); gc() end)
 
   it("pin_memory copies into pinned memory; is_pinned says so", function()
     local x = torch.arange(1, 11, { dtype = torch.float64 })

@@ -32,6 +32,10 @@ local function gc() collectgarbage(); collectgarbage() end
 describe("streams: ordering", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
+  before_each(function() gc(); collectgarbage("stop") end)
+  after_each(function() collectgarbage("restart"); gc() end)
 
   it("a long queue of small in-place ops gives exactly the float64 answer", function()
     -- 3000 ops: more than the stream's queue holds (the host waits for room)
@@ -163,6 +167,10 @@ end)
 describe("streams: asynchrony", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
+  before_each(function() gc(); collectgarbage("stop") end)
+  after_each(function() collectgarbage("restart"); gc() end)
 
   it("an op returns long before its work is done", function()
     local a = torch.rand(768, 768, { device = "cuda:0" })
@@ -255,6 +263,10 @@ end)
 describe("streams: events", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
+  before_each(function() gc(); collectgarbage("stop") end)
+  after_each(function() collectgarbage("restart"); gc() end)
 
   it("elapsed_time is in milliseconds, close to the wall clock of synchronised work", function()
     local a = torch.rand(512, 512, { device = "cuda:1" })
@@ -332,6 +344,8 @@ end)
 describe("streams: stream objects and scopes", function()
   setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
   teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  -- no collection in the middle of a case: one of the whole suite's heap
+  -- can take longer than the work queued before the host looks
   after_each(function()
     cuda.set_stream(cuda.default_stream(0))
     cuda.set_stream(cuda.default_stream(1))
