@@ -190,6 +190,30 @@ describe("nn.DataParallel", function()
     end
   end)
 
+  -- A copy between devices is ordered after the work already queued on its
+  -- source: parameters copied to the other devices after the master's
+  -- forward was queued would make every replica wait for that forward.
+  -- So every copy (the scattered inputs, the replicated parameters) is
+  -- queued before the first replica runs.
+  it("queues every copy to the other devices before the first replica's forward", function()
+    if not gpus(3) then return pending("needs 3 CUDA devices") end
+    local seen = {}
+    local Probe = nn.Module:extend("Probe")
+    function Probe:init() self.fc = nn.Linear(5, 2) end
+    function Probe:forward(input)
+      seen[#seen + 1] = torch.cuda.transfers().d2d.count
+      return self.fc(input)
+    end
+    local model = nn.DataParallel(Probe()):to("cuda:0")
+    local x = torch.randn(30, 5, { device = "cuda:0" })
+    torch.cuda.reset_transfers()
+    model(x)
+    -- 2 input chunks and 2 x (weight, bias) to cuda:1 and cuda:2, before
+    -- any replica ran; then the 2 outputs gathered on cuda:0
+    assert.are.same({ 6, 6, 6 }, seen)
+    assert.are.equal(8, torch.cuda.transfers().d2d.count)
+  end)
+
   it("state_dict keys start with module.; module is the wrapped model", function()
     local inner = Model(5, 2)
     local model = nn.DataParallel(inner)

@@ -240,11 +240,15 @@ function DataParallel:forward(...)
   if #self.device_ids == 1 then
     return self.module(table.unpack(inputs[1], 1, inputs[1].n))
   end
+  -- Every replica is made before any of them runs, as PyTorch's
+  -- replicate() then parallel_apply(): a copy between devices is ordered
+  -- after the work already queued on its source, so copying the master's
+  -- parameters after the master's forward was queued would make the
+  -- other devices wait for that whole forward.
+  local replicas = { self.module }
+  for i = 2, #inputs do replicas[i] = replicate(self.module, devices[i], {}, {}) end
   local outputs = {}
-  for i, inp in ipairs(inputs) do
-    local replica = i == 1 and self.module or replicate(self.module, devices[i], {}, {})
-    outputs[i] = replica(table.unpack(inp, 1, inp.n))
-  end
+  for i, inp in ipairs(inputs) do outputs[i] = replicas[i](table.unpack(inp, 1, inp.n)) end
   return gather(outputs, self.output_device, self.dim)
 end
 
