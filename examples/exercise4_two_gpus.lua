@@ -15,7 +15,7 @@
 -- With the profiler (torch.profiler), the two-device run is also drawn as
 -- a timeline, one lane per device: to the SVG file given as the second
 -- argument, or to exercise4_timeline.svg in the system's temporary
--- directory.
+-- directory. docs/img/exercise4_two_devices.svg is one (N = 1024).
 -- With fewer than two GPUs, try_gpu(1) is the cpu or try_gpu(0) is, and
 -- the script says so.
 torch = torch or require("torch")
@@ -78,17 +78,14 @@ assert(torch.allclose(C, C2) and torch.allclose(D, D2:to(d0)), "results differ")
 print("same results either way: " .. tostring(C2.device) .. " and " .. tostring(D2.device))
 
 -- A timeline of the two-device run, when the profiler is there.
-local profiler = rawget(torch, "profiler") or (package.loaded["torch.profiler"])
-if profiler == nil then
-  local ok, m = pcall(require, "torch.profiler")
-  profiler = ok and m or nil
-end
-if profiler and two_gpus then
+local have_profiler, profiler = pcall(require, "torch.profiler")
+if have_profiler and two_gpus then
   local path = arg and arg[2] or ((os.getenv("TMPDIR") or "/tmp") .. "/exercise4_timeline.svg")
   local prof = profiler.profile(function()
     products(A0, B1)
     torch.cuda.synchronize()
   end)
-  prof:export_timeline(path)
+  prof:export_timeline(path, { title = string.format("exercise 4: %d products of %dx%d matrices on each of %s and %s",
+    REPS, N, N, tostring(d0), tostring(d1)) })
   print("timeline of the run on two devices: " .. path)
 end

@@ -130,8 +130,9 @@ describe("examples/", function()
     local k0, k1 = out:match("kernels run during the second: (%d+) on cuda:0, (%d+) on cuda:1")
     assert.are.same({ 4, 4 }, { tonumber(k0), tonumber(k1) }, out)
     assert.truthy(has(out, "same results either way: cuda:0 and cuda:1"), out)
-    local have_profiler = pcall(require, "torch.profiler")
-    if have_profiler then
+    local have_profiler = pcall(function() require("torch"); return require("torch.profiler") end)
+    assert.is_true(have_profiler, "torch.profiler is missing")
+    do
       assert.truthy(has(out, "timeline of the run on two devices: " .. svg), out)
       local pic = R.read_file(svg)
       assert.truthy(pic:find("<svg", 1, true), "not an SVG")
