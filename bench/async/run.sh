@@ -18,6 +18,17 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 awk -v l="$load0" 'BEGIN { exit !(l + 0 > 1) }' &&
   echo "bench: warning: load average $load0 before starting: other work will skew the numbers" >&2
 
+# How many cores the machine gives this benchmark right now: two copies of
+# a fixed busy loop run at once, against one alone (2: both cores free, 1:
+# the two copies take turns, as two simulated GPUs then must). Speed-ups
+# from running two devices at once are bounded by it.
+now() { date +%s.%N; }
+busy() { lua5.4 -e 'local x = 0; for i = 1, 4e7 do x = x + i end'; }
+capacity() {
+  t0=$(now); busy; t1=$(now); busy & busy; wait; t2=$(now)
+  awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "%.2f", 2 * (b - a) / (c - b) }'
+}
+
 # group and the number of simulated GPUs it runs on
 groups="tiny:2 ex4:2 dp:2 mlp:1"
 r=1
@@ -26,6 +37,7 @@ while [ "$r" -le "$ROUNDS" ]; do
     name=${g%%:*} ngpu=${g#*:}
     echo "bench: async $name (round $r/$ROUNDS, load $(cut -d' ' -f1 /proc/loadavg))" >&2
     echo "load_$name $(cut -d' ' -f1 /proc/loadavg) -" >>"$tmp/all"
+    echo "cores_free $(capacity) cores" >>"$tmp/all"
     "$BUILD/gshell" --sim-gpus "$ngpu" bench/async/ops.lua "$name" >>"$tmp/all" ||
       echo "bench: async $name failed" >&2
     if [ -n "${BENCH_BASELINE:-}" ]; then
@@ -62,6 +74,7 @@ row() { # key, what, unit, goal, pass test (an awk expression on v; "-": no goal
 table=$( {
   echo "| benchmark | median | goal | result | each round |"
   echo "| --- | ---: | --- | --- | --- |"
+  row cores_free "cores free for this benchmark (two busy loops at once vs one)" "" "2 on a quiet machine" "-"
   row tiny_queue_sim "queue a 4-element add on a simulated GPU (host time)" us/op "<= 2 us" "v <= 2"
   row tiny_done_sim "the same adds until done (device throughput)" us/op "-" "-"
   row tiny_cpu "the same add on the cpu device" us/op "no regression" "-"
