@@ -119,9 +119,13 @@ local function memory_now()
   return host, dev
 end
 
+-- Garbage collected, then queued device work finished: a non_blocking copy
+-- keeps its pinned source until it ran (as a real GPU's host allocator
+-- keeps the block until the copy's event completed).
 local function settle()
   collectgarbage("collect")
   collectgarbage("collect")
+  for i = 0, SIM_GPUS - 1 do pcall(torch.cuda.synchronize, i) end
 end
 
 -- a Lua-side watchdog: a call stuck in Lua code for too long is a hang

@@ -32,7 +32,9 @@ local TORCH_FNS = sorted_functions(torch, TORCH_SKIP)
 for i = #TORCH_FNS, 1, -1 do -- anything that saves or loads files: only the save/load action
   if TORCH_FNS[i]:find("save") or TORCH_FNS[i]:find("load") then table.remove(TORCH_FNS, i) end
 end
-local CUDA_SKIP = {smi = true, _getpid = true}
+-- set_sync_debug_mode would leave 'error' on for every later case: the
+-- streams action sets it around one call instead
+local CUDA_SKIP = {smi = true, _getpid = true, set_sync_debug_mode = true}
 local CUDA_FNS = sorted_functions(torch.cuda, CUDA_SKIP)
 local METHODS = sorted_functions(getmetatable(torch.zeros(1)).__methods)
 local INIT_FNS = sorted_functions(nn.init)
@@ -341,6 +343,52 @@ action(3, "cuda", function(ctx)
   if R() < 0.6 then args[1] = pick(V.DEVICES); n = math.max(n, 1) end
   return ("torch.cuda.%s(%s)"):format(f, describe_args(args, n)),
     function() return torch.cuda[f](unpack(args, 1, n)) end, tensors_in(args, n)
+end)
+
+-- streams and events (simulated devices run asynchronously): scopes,
+-- waits, events, non_blocking copies and the sync debug mode around a
+-- host read; the mode and the current stream are restored after the call
+local STREAM_OPS = {"scope", "wait_stream", "event", "elapsed", "non_blocking", "sync_mode", "query"}
+action(3, "streams", function(ctx)
+  local op, x = pick(STREAM_OPS), tensor_of(ctx)
+  local arg = R() < 0.3 and V.any(ctx.pool) or nil
+  return ("streams %s on %s with %s"):format(op, describe_value(x), describe_value(arg)), function()
+    local dev = torch.cuda.device_count() > 0 and (R() < 0.5 and 0 or torch.cuda.device_count() - 1) or nil
+    if not dev then return torch.cuda.Stream(arg) end -- no CUDA device: an error saying so
+    local s = arg ~= nil and torch.cuda.Stream(arg) or torch.cuda.Stream(dev)
+    if op == "scope" then
+      local c <close> = torch.cuda.stream(s)
+      return x * 2, x:sum()
+    elseif op == "wait_stream" then
+      local y = torch.cuda.with_stream(s, function() return x + 1 end)
+      torch.cuda.current_stream(s.device):wait_stream(s)
+      return y
+    elseif op == "event" then
+      local e = torch.cuda.Event({enable_timing = R() < 0.5})
+      e:record(R() < 0.5 and s or nil)
+      if R() < 0.5 then e:wait(torch.cuda.default_stream(dev)) end
+      return e:query(), e:synchronize()
+    elseif op == "elapsed" then
+      local a, b = torch.cuda.Event({enable_timing = true}), torch.cuda.Event({enable_timing = R() < 0.8})
+      a:record(s); local y = x:abs(); b:record(s)
+      if R() < 0.7 then b:synchronize() end
+      return a:elapsed_time(b), y
+    elseif op == "non_blocking" then
+      local h = x:cpu()
+      if R() < 0.7 then h = h:pin_memory() end
+      return h:to("cuda:" .. dev, {non_blocking = R() < 0.8}), h:cuda(dev, {non_blocking = true})
+    elseif op == "sync_mode" then
+      local mode = pick({"default", "warn", "error", 1, 2, 7, "loud"})
+      local ok, err = pcall(torch.cuda.set_sync_debug_mode, mode)
+      local r = table.pack(pcall(function() return x:sum():item() end))
+      torch.cuda.set_sync_debug_mode(0)
+      if not ok then error(err, 0) end
+      if not r[1] then error(r[2], 0) end
+      return r[2]
+    else
+      return s:query(), s:synchronize(), tostring(s), s == torch.cuda.current_stream(dev)
+    end
+  end, {x}
 end)
 
 -- save / load, only ever inside the case's temporary directory
