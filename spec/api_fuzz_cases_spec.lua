@@ -143,3 +143,17 @@ describe("fuzz seed 1, 60 s under the sanitizers (cases 735 and 3205)", function
     assert.is_nil(err:find("(null)", 1, true), err)
   end)
 end)
+
+describe("named_parameters prefix and Module:to dtype (fuzz seed 1, cases 3032 and 3556)", function()
+  it("are checked with clear errors", function()
+    local m = nn.Linear(1, 1)
+    no_internal(H.errors(function() m:named_parameters({prefix = {}}) end, {"parameters", "prefix", "table"}))
+    no_internal(H.errors(function() m:named_buffers({prefix = 5}) end, {"buffers", "prefix", "number"}))
+    no_internal(H.errors(function() m:to({dtype = 5}) end, {"Module:to", "torch.dtype", "number"}))
+    local names = {}
+    for name in m:named_parameters({prefix = "lin"}) do names[#names + 1] = name end
+    table.sort(names)
+    assert.are.same({"lin.bias", "lin.weight"}, names)
+    assert.are.equal(torch.float64, m:to({dtype = torch.float64}).weight.dtype)
+  end)
+end)

@@ -484,6 +484,9 @@ end
 -- Parameters (or buffers) of every module, PyTorch's order: each module's
 -- own (in registration order) before its children's, each tensor once.
 local function named_members(self, field, recurse, prefix)
+  if prefix ~= nil and type(prefix) ~= "string" then
+    fail(field:sub(2) .. ": prefix must be a string, got " .. type(prefix))
+  end
   local r, memo = {}, {}
   local mods = recurse == false and { { prefix or "", self } } or collect_modules(self, prefix or "", {}, {})
   for _, kv in ipairs(mods) do
@@ -615,6 +618,9 @@ function Module:to(a, b)
   end
   take(a); take(b)
   if device ~= nil then device = torch.device(device) end
+  if dtype ~= nil and mt_name(dtype) ~= "torch.dtype" then
+    fail("Module:to: dtype must be a torch.dtype such as torch.float64, got " .. type(dtype))
+  end
   if dtype ~= nil and not dtype.is_floating_point then
     fail("nn.Module.to only accepts floating point dtypes, but got desired dtype=" .. tostring(dtype))
   end
