@@ -327,6 +327,25 @@ describe("profile:table", function()
     assert.truthy(cpu_first:find("^[^\n]*\n[^\n]*\n[^\n]*\nrandn "), cpu_first)
   end)
 
+  it("estimate = 'A100' adds a roofline column, labelled as an estimate", function()
+    local p = two_device_profile()
+    local text = p:table({ estimate = "A100" })
+    assert.truthy(text:find("\nName[^\n]*A100 est%.%*\n"), text)
+    -- mm: 10 calls, 120 MB and 20 GFLOP: max(120e6 / 1555, 20e9 / 19500) ns = 1.025641 ms
+    local line = text:match("\n(mm%s+cuda:0[^\n]*)")
+    assert.truthy(line:find("1%.026ms$"), line)
+    assert.truthy(text:match("\n(copy_h2d%s+cuda:0[^\n]*)"):find("%-$"))   -- copies and waits: no estimate
+    assert.truthy(text:find("* an estimate, not a measurement: the time one A100 would need", 1, true), text)
+    local own = p:table({ estimate = { name = "MyGPU", gbps = 100, gflops = 1000 } })
+    -- relu: 4 MB at 100 GB/s = 40 us, no FLOPs counted
+    assert.truthy(own:match("\n(relu%s+cuda:1[^\n]*)"):find("40%.000us$"), own)
+    assert.is_nil(tostring(p):find("est.", 1, true))                  -- only when asked for
+    local ok, msg = pcall(p.table, p, { estimate = "B200" })
+    assert.truthy(not ok and msg:find("estimate must be one of A100, H100, T4, V100", 1, true), msg)
+    ok, msg = pcall(p.table, p, { estimate = { name = "x", gbps = 0, gflops = 1 } })
+    assert.truthy(not ok and msg:find("gbps = > 0", 1, true), msg)
+  end)
+
   it("bad options are errors that say what is allowed", function()
     local p = two_device_profile()
     local ok, msg = pcall(p.table, p, { sort_by = "time" })

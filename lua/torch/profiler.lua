@@ -177,6 +177,39 @@ function Profile:key_averages(opts)
   return rows
 end
 
+-- Real GPUs for the table's estimate column: published peak memory
+-- bandwidth (GB/s) and FP32 throughput (GFLOP/s, without tensor cores).
+M.gpus = {
+  T4 = { name = "T4", gbps = 320, gflops = 8100 },
+  V100 = { name = "V100", gbps = 900, gflops = 15700 },
+  A100 = { name = "A100", gbps = 1555, gflops = 19500 },
+  H100 = { name = "H100", gbps = 3350, gflops = 67000 },
+}
+
+-- estimate = 'A100' (a name of M.gpus) or {name =, gbps =, gflops =}.
+function M.gpu_model(e)
+  if type(e) == "string" then
+    local g = M.gpus[e]
+    if g then return g end
+    local names = {}
+    for k in pairs(M.gpus) do names[#names + 1] = k end
+    table.sort(names)
+    error(string.format("profile:table: estimate must be one of %s or {name =, gbps =, gflops =}, got %s",
+      table.concat(names, ", "), e), 3)
+  end
+  if type(e) ~= "table" or type(e.name) ~= "string" or type(e.gbps) ~= "number" or type(e.gflops) ~= "number"
+      or not (e.gbps > 0 and e.gflops > 0) then
+    error("profile:table: estimate must be a GPU's name or {name = 'X', gbps = > 0, gflops = > 0}", 3)
+  end
+  return e
+end
+
+-- A roofline: the longer of moving the row's bytes at peak bandwidth and
+-- doing its FLOPs at peak rate, in ns (bytes / (GB/s) is ns).
+function M.roofline_ns(r, gpu)
+  return math.max(r.bytes / gpu.gbps, r.flops / gpu.gflops)
+end
+
 -- sort_by keys: PyTorch's names where they mean something here.
 local sorters = {
   total = function(r) return r.total_ns end,
@@ -243,7 +276,7 @@ end
 function Profile:table(opts)
   if opts ~= nil and type(opts) ~= "table" then error("profile:table: options must be a table", 2) end
   opts = opts or {}
-  local msg = torch._options_error(opts, "profile:table", { "sort_by", "row_limit", "group_by_input_shape" })
+  local msg = torch._options_error(opts, "profile:table", { "sort_by", "row_limit", "group_by_input_shape", "estimate" })
   if msg then error(msg, 2) end
   local key = opts.sort_by or "total"
   local sorter = sorters[key]
@@ -255,6 +288,7 @@ function Profile:table(opts)
   if math.type(limit) ~= "integer" or limit < 1 then
     error("profile:table: row_limit must be a positive integer, got " .. tostring(limit), 2)
   end
+  local gpu = opts.estimate ~= nil and M.gpu_model(opts.estimate) or nil
   local rows = self:key_averages({ group_by_input_shape = opts.group_by_input_shape })
   table.sort(rows, function(a, b)
     local ka, kb = sorter(a), sorter(b)
@@ -265,6 +299,7 @@ function Profile:table(opts)
   for _, r in ipairs(rows) do if r.shapes then shapes = true end end
   local head = { "Name", "Device", "Kind", "Calls", "Total", "Mean", "Bytes", "GB/s", "GFLOP/s" }
   local right = { false, false, false, true, true, true, true, true, true }
+  if gpu then head[#head + 1] = gpu.name .. " est.*"; right[#right + 1] = true end
   if shapes then head[#head + 1] = "Input Shapes"; right[#right + 1] = false end
   local cells = {}
   for i = 1, math.min(limit, #rows) do
@@ -272,6 +307,7 @@ function Profile:table(opts)
     local c = { r.name, r.device, r.kind, tostring(r.calls), fmt_time(r.total_ns), fmt_time(r.mean_ns),
       fmt_bytes(r.bytes), r.bytes > 0 and r.total_ns > 0 and string.format("%.2f", r.gbps) or "-",
       r.flops > 0 and r.total_ns > 0 and string.format("%.2f", r.gflops) or "-" }
+    if gpu then c[#c + 1] = r.kind == "kernel" and fmt_time(M.roofline_ns(r, gpu)) or "-" end
     if shapes then c[#c + 1] = r.shapes or "" end
     cells[#cells + 1] = c
   end
@@ -295,6 +331,11 @@ function Profile:table(opts)
   out[#out + 1] = rule
   if #rows > #cells then out[#out + 1] = string.format("(%d more rows: row_limit = %d)", #rows - #cells, limit) end
   if #rows == 0 then out[#out + 1] = "(no events: nothing ran on a device or the CPU)" end
+  if gpu then
+    out[#out + 1] = string.format("* an estimate, not a measurement: the time one %s would need at its peak rates, " ..
+      "max(bytes / %g GB/s, FLOPs / %g GFLOP/s) per kernel (roofline; launch costs and caches ignored)",
+      gpu.name, gpu.gbps, gpu.gflops)
+  end
   out[#out + 1] = "Wall time: " .. fmt_time(self.duration_ns)
   for _, l in ipairs(self:lanes()) do
     out[#out + 1] = string.format("%s busy: %s (%.0f%%)", M.lane_label(l.lane), fmt_time(l.busy_ns),
