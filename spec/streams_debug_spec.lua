@@ -13,23 +13,11 @@ local cuda = torch.cuda
 
 -- Known engine bugs (H.it_unless): delete an entry once it is fixed.
 local KNOWN = {
-  ["'warn' prints exactly one line per synchronising call, naming the line and the call"] =
-    "Stream:synchronize() is named 'sync()' (the internal binding's name) instead of synchronize()",
-  ["a script that ends with work still queued on three devices exits cleanly"] =
-    "about 1 run in 10 of `GSHELL_SIM_GPUS=3 build/gshell examples/dataparallel_splits.lua` dies with SIGSEGV " ..
-    "(exit 139; examples_spec fails now and then): the process exits while a device worker still runs queued " ..
-    "kernels; gdb shows the main thread in exit() -> _dl_fini and cuda:0's default-stream worker inside " ..
-    "cblas_sgemm (run_task -> gs_cpu_gemm) after OpenBLAS's destructor; nothing drains the queues before exit. " ..
-    "Under build-tsan it is nearly certain: a lua5.4 script that queues 20000 products and ends dies with " ..
-    "'ThreadSanitizer: SEGV ... in sgemm_kernel_ZEN' from run_task",
   ["stops an in-place op that waits for room in a full queue, leaving its tensor as it was"] =
     "an in-place op (x:add_) whose task finds its stream's queue full waits for room with interrupts held " ..
     "(gs_interrupt_hold, raised for in-place writes), so Ctrl-C is not taken for as long as half the queue " ..
     "takes: 1000 products then 3000 x:add_(1) with the flag set at 0.2 s ran 5.1 s to the end, the flag left " ..
     "pending. Nothing is queued yet at that wait, so it could fail safely",
-  ["smi() says when the cold-start model is on"] =
-    "torch.cuda.smi_text() does not mention GSHELL_SIM_CONTEXT_MS (API.md: 'the banner and smi() say when " ..
-    "that is on')",
 }
 local it = H.it_unless(KNOWN, it, pending)
 

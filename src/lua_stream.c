@@ -148,26 +148,36 @@ static bool library_source(const char *src) {
   return strncmp(src, "@lua/torch/", 11) == 0 || strncmp(src, "@lua/gshell/", 12) == 0 || src[0] == '=';
 }
 
-/* "file:line:" of the innermost caller outside the library, so a warning
- * names the user's line even when nn or optim made the call. */
-static void user_where(lua_State *L, char *buf, size_t len) {
+/* The innermost frame outside the library (the user's code), or 0. */
+static int user_level(lua_State *L) {
   lua_Debug ar;
-  buf[0] = 0;
   for (int level = 1; lua_getstack(L, level, &ar); level++) {
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
     if (library_source(ar.source) && strcmp(ar.source, "=stdin") != 0) continue;
-    snprintf(buf, len, "%s:%d: ", ar.short_src, ar.currentline);
-    return;
+    return level;
   }
+  return 0;
 }
 
-/* The synchronising call as the user wrote it ("item()"), else the
+/* "file:line:" of that frame, so a warning names the user's line even
+ * when nn or optim made the call. */
+static void user_where(lua_State *L, char *buf, size_t len) {
+  lua_Debug ar;
+  buf[0] = 0;
+  int level = user_level(L);
+  if (level > 0 && lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar))
+    snprintf(buf, len, "%s:%d: ", ar.short_src, ar.currentline);
+}
+
+/* The synchronising call as the user wrote it: the function their frame
+ * called ("item()", "synchronize()" for Stream:synchronize, whose C half
+ * has another name), "print" for a __tostring run by print, else the
  * engine's description ("a copy to the host"). */
 static void call_name(lua_State *L, const char *what, char *buf, size_t len) {
   lua_Debug ar;
-  /* the C function itself, or, for a metamethod (__tostring) run by
-   * print or tostring, the function that ran it */
-  for (int level = 0; level < 2 && lua_getstack(L, level, &ar); level++) {
+  int user = user_level(L);
+  int first = user > 0 ? user - 1 : 0;
+  for (int level = first; level >= 0 && lua_getstack(L, level, &ar); level--) {
     if (!lua_getinfo(L, "n", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
     if (strcmp(ar.name, "print") == 0) snprintf(buf, len, "print");
     else snprintf(buf, len, "%s()", ar.name);
