@@ -208,7 +208,9 @@ describe("torch.profiler.profile on simulated GPUs (device lanes)", function()
   end)
 
   it("waits for the work fn queued: a kernel still running when fn returns is in the profile", function()
-    local a = torch.rand(400, 400, { device = "cuda:0" })
+    -- products big enough (4 x 1.5 GFLOP) that queuing them, even on an
+    -- instrumented (TSAN) host thread, ends long before the device does
+    local a = torch.rand(900, 900, { device = "cuda:0" })
     local t0 = torch.clock()
     local queued_for
     local p = torch.profiler.profile(function()
