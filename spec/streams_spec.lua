@@ -246,6 +246,7 @@ describe("streams: asynchrony", function()
   }) do
     it("equal work on two devices takes clearly less than twice one device's time: " .. case[1], function()
       local busy_machine, why = loaded()
+      if H.UNDER_TSAN then busy_machine, why = true, "ThreadSanitizer instruments the kernels and serialises their threads" end
       if busy_machine then
         pending("skipped: " .. why)
         return
