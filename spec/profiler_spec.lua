@@ -219,8 +219,12 @@ describe("torch.profiler.profile on simulated GPUs (device lanes)", function()
     end)
     local mms = events_named(p, "mm", "cuda:0/0")
     assert.are.equal(4, #mms)
-    -- fn only queued them: the last one ended after fn returned
-    assert.is_true(mms[4].t1 / 1e9 > queued_for - 1e-3, mms[4].t1 / 1e9 .. " vs " .. queued_for)
+    -- fn only queued them: the last one ended after fn returned (not
+    -- under ThreadSanitizer, whose instrumented host thread can queue as
+    -- slowly as the device computes)
+    if not H.UNDER_TSAN then
+      assert.is_true(mms[4].t1 / 1e9 > queued_for - 1e-3, mms[4].t1 / 1e9 .. " vs " .. queued_for)
+    end
     -- the profiler's own wait at the end is not fn's: no sync rows
     assert.are.equal(0, #events_named(p, "wait"))
   end)
