@@ -5,6 +5,7 @@
 -- `gshell --trace`.
 local torch = require("torch")
 local R = require("gshell_run")
+local H = require("helpers")
 
 -- Runs python3 code with the file path as argv[1]; returns its stdout.
 local function py(code, path)
