@@ -437,17 +437,6 @@ gs_status gs_queue_sync_device(int dev, const char *what) {
   return take_errors(dev);
 }
 
-gs_status gs_queue_sync_all(const char *what) {
-  GS_TRY(gs_sync_note(what));
-  for (int i = 0; i < ndevs; i++) GS_TRY(wait_device(i));
-  gs_status st = GS_OK;
-  for (int i = 0; i < ndevs; i++) {
-    gs_queue_collect(i);
-    if (st == GS_OK) st = take_errors(i);
-  }
-  return st;
-}
-
 bool gs_queue_stream_idle(int dev, int id) {
   stream *s = stream_of(dev, id);
   return completed_of(s) >= s->enqueued;
@@ -491,8 +480,6 @@ void gs_queue_adopt(gs_buffer *b) {
   /* the block may have been used by work this stream queued before */
   if (s->enqueued > completed_of(s)) b->uses[b->nuses++] = (gs_use){(int16_t)dev, (int16_t)id, s->enqueued};
 }
-
-int gs_queue_buffer_stream(const gs_buffer *b) { return b->stream; }
 
 bool gs_queue_can_free(const gs_buffer *b) {
   if (b->uses_lost) return false;

@@ -102,7 +102,6 @@ gs_status gs_queue_sync_stream(int dev, int stream, const char *what);
  * the device's deferred errors too (a copy from the host does not) */
 gs_status gs_queue_wait_seq(int dev, int stream, uint64_t seq, const char *what, bool report);
 gs_status gs_queue_sync_device(int dev, const char *what);
-gs_status gs_queue_sync_all(const char *what);
 bool gs_queue_stream_idle(int dev, int stream);
 /* Waits (uninterruptibly) until the device has no work queued or running:
  * before its memory is given back to the host. */
@@ -115,7 +114,6 @@ void gs_queue_drain_device(int dev);
  * stream has finished) or must wait (then it is kept on a pending list
  * and freed later through free_fn). */
 void gs_queue_adopt(gs_buffer *b);
-int gs_queue_buffer_stream(const gs_buffer *b);
 typedef void (*gs_queue_free_fn)(int dev, void *ptr, int stream);
 bool gs_queue_can_free(const gs_buffer *b);
 void gs_queue_defer_free(gs_buffer *b, gs_queue_free_fn fn);
