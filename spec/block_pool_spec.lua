@@ -142,4 +142,71 @@ describe("the device caching allocator (gs_block_pool)", function()
     s = stats(r[5])
     assert.are.same({ 8 * MiB, 8 * MiB, 1 }, { s.allocated, s.reserved, s.ooms })
   end)
+  it("among free blocks of the same size, takes the lowest address (PyTorch's set order)", function()
+    -- 64 blocks of 512 bytes from one 2 MiB segment; every other one freed, in a scrambled order,
+    -- so none merge; each request then takes the lowest free address left
+    local cmds = { "pytorch" }
+    for i = 0, 63 do cmds[#cmds + 1] = "alloc b" .. i .. " 512" end
+    for _, i in ipairs({ 37, 5, 61, 13, 1, 29, 45, 9, 53, 21, 3, 57, 33, 17, 49, 25, 41, 7, 59, 11 }) do
+      cmds[#cmds + 1] = "free b" .. i
+    end
+    for k = 1, 5 do cmds[#cmds + 1] = "alloc n" .. k .. " 512" end
+    local r = run(cmds)
+    assert.are.same({ "n1 512 512", "n2 1536 512", "n3 2560 512", "n4 3584 512", "n5 4608 512" },
+      { r[65], r[66], r[67], r[68], r[69] })
+  end)
+
+  it("a stream's cached blocks serve that stream only, and the best fit is found within its own cache", function()
+    local r = run({ "alloc_on 1 a 4096", "alloc_on 2 b 1024", "free a", "free b",
+                    "alloc_on 2 c 1024", "alloc_on 1 d 1024", "alloc_on 3 e 1024", "stats" })
+    assert.are.equal("c 0 1024", r[3])    -- stream 2 reuses its own block
+    assert.are.equal("d 0 1024", r[4])    -- stream 1 splits its 4 KiB block (not stream 2's)
+    assert.are.equal("e 0 1024", r[5])    -- stream 3 has no cache: a new segment
+    local s = stats(r[6])
+    assert.are.same({ 3, 2, 1 }, { s.segments, s.hits, s.splits })
+  end)
+
+  it("stays consistent through thousands of random allocations and frees on several streams", function()
+    -- every block is filled at its alloc and checked at its free (no two live blocks overlap), and
+    -- the free blocks plus the allocated ones always make up exactly the reserved bytes
+    local rng = 12345
+    local function rand(n) rng = (rng * 1103515245 + 12345) % 2147483648; return rng % n end
+    local cmds, live, nlive, checks = { "pytorch" }, {}, 0, 0
+    local sizes = { 1, 512, 700, 4096, 30000, 300000, 1048576, 1048577, 3000000, 11000000 }
+    for step = 1, 3000 do
+      if nlive > 0 and (nlive > 200 or rand(5) < 2) then
+        local k = rand(nlive) + 1
+        local name = table.remove(live, k)
+        nlive = nlive - 1
+        cmds[#cmds + 1] = "free " .. name
+      else
+        local name = "x" .. step
+        live[#live + 1] = name
+        nlive = nlive + 1
+        cmds[#cmds + 1] = string.format("alloc_on %d %s %d", rand(3), name, sizes[rand(#sizes) + 1])
+      end
+      if step % 250 == 0 then
+        cmds[#cmds + 1] = "stats"
+        cmds[#cmds + 1] = "free_total"
+        checks = checks + 1
+      end
+    end
+    for _, name in ipairs(live) do cmds[#cmds + 1] = "free " .. name end
+    cmds[#cmds + 1] = "stats"
+    cmds[#cmds + 1] = "free_total"
+    cmds[#cmds + 1] = "release"
+    cmds[#cmds + 1] = "raw"
+    local r = run(cmds) -- fails on any "error: ..." line (an overlap)
+    local seen = 0
+    for i, l in ipairs(r) do
+      if l:find("^free_total") then
+        local s = stats(r[i - 1])
+        local _, bytes = l:match("free_total (%d+) (%d+)")
+        assert.are.equal(s.reserved, s.allocated + tonumber(bytes), l)
+        seen = seen + 1
+      end
+    end
+    assert.are.equal(checks + 1, seen)
+    assert.are.equal("raw_live 0", r[#r]) -- everything merged back into whole segments and released
+  end)
 end)

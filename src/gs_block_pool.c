@@ -11,10 +11,10 @@ struct gs_pblock {
   char *ptr;
   size_t size;
   gs_pblock *prev, *next;   /* neighbours in the segment, by address */
-  gs_pblock *fprev, *fnext; /* the free bin's list, while free */
+  gs_pblock *left, *right;  /* the free tree's children, while free */
   gs_pblock *hnext;         /* the in-use table's chain, while in use */
+  uint64_t prio;            /* the free tree's heap priority (from ptr) */
   bool free, large;
-  int bin;
   int tag;                  /* the stream whose cache it is in */
 };
 
@@ -46,36 +46,93 @@ void gs_pool_init(gs_block_pool *p, const gs_pool_device *dev) {
   p->dev = *dev;
 }
 
-/* ---- free bins ---- */
+/* ---- free blocks: one ordered tree per pool ----
+ * Free blocks are kept in order of (stream, size, address), as PyTorch's
+ * std::set of blocks: the best fit for n bytes on a stream is the first
+ * block at or after (stream, n, 0), found in O(log blocks) however many
+ * blocks of one size are cached. The tree is a treap whose priorities are
+ * a hash of the address, so its shape is deterministic. */
+
+static int key_cmp(const gs_pblock *a, int tag, size_t size, const char *ptr) {
+  if (a->tag != tag) return a->tag < tag ? -1 : 1;
+  if (a->size != size) return a->size < size ? -1 : 1;
+  return a->ptr < ptr ? -1 : a->ptr > ptr ? 1 : 0;
+}
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+static gs_pblock *tree_join(gs_pblock *a, gs_pblock *b) { /* every key of a < every key of b */
+  if (!a) return b;
+  if (!b) return a;
+  if (a->prio > b->prio) {
+    a->right = tree_join(a->right, b);
+    return a;
+  }
+  b->left = tree_join(a, b->left);
+  return b;
+}
+
+static gs_pblock *tree_insert(gs_pblock *t, gs_pblock *x) {
+  if (!t) return x;
+  if (x->prio > t->prio) { /* x becomes the root of this subtree: split t around x */
+    gs_pblock **l = &x->left, **r = &x->right;
+    while (t) {
+      if (key_cmp(t, x->tag, x->size, x->ptr) < 0) { *l = t; l = &t->right; t = t->right; }
+      else { *r = t; r = &t->left; t = t->left; }
+    }
+    *l = *r = NULL;
+    return x;
+  }
+  if (key_cmp(x, t->tag, t->size, t->ptr) < 0) t->left = tree_insert(t->left, x);
+  else t->right = tree_insert(t->right, x);
+  return t;
+}
+
+static gs_pblock *tree_remove(gs_pblock *t, gs_pblock *x) {
+  if (t == x) return tree_join(x->left, x->right);
+  if (key_cmp(x, t->tag, t->size, t->ptr) < 0) t->left = tree_remove(t->left, x);
+  else t->right = tree_remove(t->right, x);
+  return t;
+}
 
 static void bin_insert(gs_block_pool *p, gs_pblock *b) {
-  b->bin = gs_size_class(b->size, NULL);
-  gs_pblock **head = &p->bins[b->large][b->bin];
-  b->fprev = NULL;
-  b->fnext = *head;
-  if (*head) (*head)->fprev = b;
-  *head = b;
+  b->left = b->right = NULL;
+  b->prio = mix((uint64_t)(uintptr_t)b->ptr);
+  p->free_tree[b->large] = tree_insert(p->free_tree[b->large], b);
   b->free = true;
 }
 
 static void bin_remove(gs_block_pool *p, gs_pblock *b) {
-  if (b->fprev) b->fprev->fnext = b->fnext;
-  else p->bins[b->large][b->bin] = b->fnext;
-  if (b->fnext) b->fnext->fprev = b->fprev;
-  b->fprev = b->fnext = NULL;
+  p->free_tree[b->large] = tree_remove(p->free_tree[b->large], b);
+  b->left = b->right = NULL;
   b->free = false;
 }
 
-/* The smallest free block of the pool that holds n bytes: in n's own size
- * class some blocks may be smaller than n; in any higher class all fit. */
+/* The smallest free block of stream tag's cache that holds n bytes, the
+ * lowest-addressed of those: the first key at or after (tag, n, 0). */
 static gs_pblock *best_fit(gs_block_pool *p, bool large, size_t n, int tag) {
-  for (int c = gs_size_class(n, NULL); c < GS_POOL_BINS; c++) {
-    gs_pblock *best = NULL;
-    for (gs_pblock *b = p->bins[large][c]; b; b = b->fnext)
-      if (b->size >= n && b->tag == tag && (!best || b->size < best->size || (b->size == best->size && b->ptr < best->ptr))) best = b;
-    if (best) return best;
+  gs_pblock *best = NULL;
+  for (gs_pblock *t = p->free_tree[large]; t;) {
+    if (key_cmp(t, tag, n, NULL) >= 0) { best = t; t = t->left; }
+    else t = t->right;
   }
-  return NULL;
+  return best && best->tag == tag ? best : NULL;
+}
+
+/* Calls fn on every free block of a tree, in order (fn may not change the
+ * tree: it collects). Depth is O(log blocks) in expectation. */
+static void tree_each(gs_pblock *t, void (*fn)(gs_pblock *, void *), void *arg) {
+  while (t) {
+    tree_each(t->left, fn, arg);
+    fn(t, arg);
+    t = t->right;
+  }
 }
 
 /* ---- blocks in use, by address ---- */
@@ -134,24 +191,27 @@ static void *raw_segment(gs_block_pool *p, size_t bytes) {
 }
 
 /* Releases every wholly free segment. Lock held. */
+static void collect_segment(gs_pblock *b, void *arg) {
+  gs_pblock **list = arg;
+  if (!b->prev && !b->next) { b->hnext = *list; *list = b; } /* hnext is unused while free */
+}
+
 static size_t release_locked(gs_block_pool *p) {
   size_t released = 0;
-  for (int l = 0; l < 2; l++)
-    for (int c = 0; c < GS_POOL_BINS; c++) {
-      gs_pblock *b = p->bins[l][c];
-      while (b) {
-        gs_pblock *nx = b->fnext;
-        if (!b->prev && !b->next) {
-          bin_remove(p, b);
-          p->dev.raw_free(p->dev.ctx, b->ptr, b->size);
-          p->st.reserved -= b->size;
-          p->st.n_segments--;
-          released += b->size;
-          free(b);
-        }
-        b = nx;
-      }
+  for (int l = 0; l < 2; l++) {
+    gs_pblock *list = NULL;
+    tree_each(p->free_tree[l], collect_segment, &list);
+    for (gs_pblock *b = list, *nx; b; b = nx) {
+      nx = b->hnext;
+      b->hnext = NULL;
+      bin_remove(p, b);
+      p->dev.raw_free(p->dev.ctx, b->ptr, b->size);
+      p->st.reserved -= b->size;
+      p->st.n_segments--;
+      released += b->size;
+      free(b);
     }
+  }
   return released;
 }
 
@@ -292,21 +352,30 @@ static int by_size_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
+typedef struct { size_t *all, count; } size_list;
+
+static void count_block(gs_pblock *b, void *arg) {
+  size_list *l = arg;
+  (void)b;
+  l->count++;
+}
+
+static void list_block(gs_pblock *b, void *arg) {
+  size_list *l = arg;
+  l->all[l->count++] = b->size;
+}
+
 size_t gs_pool_free_blocks(gs_block_pool *p, size_t *sizes, size_t max) {
   pthread_mutex_lock(&p->lock);
-  size_t count = 0;
-  for (int l = 0; l < 2; l++)
-    for (int c = 0; c < GS_POOL_BINS; c++)
-      for (gs_pblock *b = p->bins[l][c]; b; b = b->fnext) count++;
-  size_t *all = count ? malloc(count * sizeof *all) : NULL;
-  size_t k = 0;
-  if (all) {
-    for (int l = 0; l < 2; l++)
-      for (int c = 0; c < GS_POOL_BINS; c++)
-        for (gs_pblock *b = p->bins[l][c]; b; b = b->fnext) all[k++] = b->size;
-    qsort(all, k, sizeof *all, by_size_desc);
-    for (size_t i = 0; i < k && i < max; i++) sizes[i] = all[i];
-    free(all);
+  size_list l = {NULL, 0};
+  for (int k = 0; k < 2; k++) tree_each(p->free_tree[k], count_block, &l);
+  size_t count = l.count;
+  if (count && (l.all = malloc(count * sizeof *l.all))) {
+    l.count = 0;
+    for (int k = 0; k < 2; k++) tree_each(p->free_tree[k], list_block, &l);
+    qsort(l.all, l.count, sizeof *l.all, by_size_desc);
+    for (size_t i = 0; i < l.count && i < max; i++) sizes[i] = l.all[i];
+    free(l.all);
   }
   pthread_mutex_unlock(&p->lock);
   return count;

@@ -7,10 +7,11 @@
  *     blocks, and a freed block is merged with free neighbours of its
  *     segment, never given back until release (empty_cache);
  *   - a request takes the smallest cached free block that holds it (best
- *     fit) from its pool: small (up to 1 MiB) or large; what is left over
- *     is split off as a free block when it is worth keeping: 512 bytes or
- *     more for the small pool, more than 1 MiB for the large pool (a
- *     smaller remainder stays part of the block handed out);
+ *     fit; the lowest address among equals) from its pool: small (up to
+ *     1 MiB) or large; what is left over is split off as a free block
+ *     when it is worth keeping: 512 bytes or more for the small pool,
+ *     more than 1 MiB for the large pool (a smaller remainder stays part
+ *     of the block handed out);
  *   - when the device has no room for a new segment, the wholly free
  *     cached segments are released and the device asked once more.
  *
@@ -35,10 +36,9 @@
 #define GS_POOL_SMALL_SIZE ((size_t)1 << 20)     /* requests up to this are "small" */
 #define GS_POOL_BINS (64 * 4)
 
-/* The size classes shared by the caching allocators (this one's free-block
- * bins, the host allocator's blocks): four per power of two, so a size is
- * rounded up by less than 25%. Returns the class of n (n >= 1) and stores
- * its upper bound in *rounded (may be NULL). */
+/* The size classes of the host allocator's blocks: four per power of
+ * two, so a size is rounded up by less than 25%. Returns the class of n
+ * (n >= 1) and stores its upper bound in *rounded (may be NULL). */
 int gs_size_class(size_t n, size_t *rounded);
 
 typedef struct gs_pblock gs_pblock;
@@ -68,7 +68,7 @@ typedef struct {
 typedef struct {
   pthread_mutex_t lock;
   gs_pool_device dev;
-  gs_pblock *bins[2][GS_POOL_BINS]; /* free blocks by size class: [large?][class] */
+  gs_pblock *free_tree[2];          /* free blocks, ordered: [large?] */
   gs_pblock **table;                /* blocks in use, by address (chained hash) */
   size_t table_cap, table_count;
   gs_pool_stats st;

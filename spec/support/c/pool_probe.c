@@ -4,7 +4,10 @@
  *   limit BYTES        cap on reserved bytes
  *   alloc NAME BYTES   -> "NAME OFFSET SIZE" (offset from its segment's
  *                         start), or "NAME failed"
- *   free NAME
+ *   alloc_on TAG NAME BYTES  the same for stream TAG's cache
+ *   free NAME          (checks the block still holds what was written at
+ *                       its alloc: "error: ..." if another block overlapped)
+ *   free_total         -> "free_total COUNT BYTES" of every free block
  *   release            -> "released BYTES"
  *   stats              -> "allocated A reserved R segments S hits H splits P merges M flushes F ooms O"
  *   free_blocks        -> "free B1 B2 ..." (largest first)
@@ -17,7 +20,7 @@
 #include "gs_block_pool.h"
 
 #define MAXN 256
-static struct { char name[64]; char *ptr; } named[MAXN];
+static struct { char name[64]; char *ptr; size_t n; unsigned char fill; } named[MAXN];
 static int nnamed;
 static long raw_live;
 static char *seg_base[4096];
@@ -60,11 +63,17 @@ int main(void) {
     if (!ready && sscanf(line, "limit %zu", &dev.limit) == 1) continue;
     if (!ready) { gs_pool_init(&pool, &dev); ready = true; }
     size_t n;
-    if (sscanf(line, "alloc %63s %zu", b, &n) == 2) {
-      char *p = gs_pool_alloc(&pool, n);
+    int tag = 0;
+    if (sscanf(line, "alloc_on %d %63s %zu", &tag, b, &n) == 3 || sscanf(line, "alloc %63s %zu", b, &n) == 2) {
+      if (nnamed == MAXN) { printf("error: more than %d live blocks\n", MAXN); continue; }
+      char *p = gs_pool_alloc_tagged(&pool, n, tag);
       if (!p) { printf("%s failed\n", b); continue; }
-      memset(p, 0xab, n); /* the block must really hold n bytes */
+      static unsigned char fills;
+      unsigned char fill = (unsigned char)(++fills | 1);
+      memset(p, fill, n); /* the block must really hold n bytes */
       snprintf(named[nnamed].name, sizeof named[nnamed].name, "%s", b);
+      named[nnamed].n = n;
+      named[nnamed].fill = fill;
       named[nnamed++].ptr = p;
       printf("%s %ld %zu\n", b, offset_of(p), gs_pool_block_size(&pool, p));
     } else if (strcmp(a, "free_blocks") == 0) {
@@ -73,9 +82,23 @@ int main(void) {
       printf("free");
       for (size_t i = 0; i < k && i < 64; i++) printf(" %zu", sizes[i]);
       printf("\n");
+    } else if (strcmp(a, "free_total") == 0) {
+      size_t count = gs_pool_free_blocks(&pool, NULL, 0), total = 0;
+      size_t *sizes = malloc((count + 1) * sizeof *sizes);
+      size_t k = gs_pool_free_blocks(&pool, sizes, count);
+      for (size_t i = 0; i < k && i < count; i++) total += sizes[i];
+      printf("free_total %zu %zu\n", count, total);
+      free(sizes);
     } else if (sscanf(line, "free %63s", b) == 1) {
       for (int i = 0; i < nnamed; i++)
         if (strcmp(named[i].name, b) == 0) {
+          /* blocks start on 512-byte boundaries, so an overlapping block wrote
+           * at least one byte at a multiple of 512 from this one's start */
+          for (size_t k = 0; k < named[i].n; k += 512)
+            if ((unsigned char)named[i].ptr[k] != named[i].fill) {
+              printf("error: block %s was overwritten at byte %zu (another block overlaps it)\n", b, k);
+              break;
+            }
           gs_pool_free(&pool, named[i].ptr);
           named[i] = named[--nnamed];
           break;
