@@ -12,13 +12,7 @@ local R = require("gshell_run")
 local cuda = torch.cuda
 
 -- Known engine bugs (H.it_unless): delete an entry once it is fixed.
-local KNOWN = {
-  ["stops an in-place op that waits for room in a full queue, leaving its tensor as it was"] =
-    "an in-place op (x:add_) whose task finds its stream's queue full waits for room with interrupts held " ..
-    "(gs_interrupt_hold, raised for in-place writes), so Ctrl-C is not taken for as long as half the queue " ..
-    "takes: 1000 products then 3000 x:add_(1) with the flag set at 0.2 s ran 5.1 s to the end, the flag left " ..
-    "pending. Nothing is queued yet at that wait, so it could fail safely",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 local saved_n, saved_cap

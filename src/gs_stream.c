@@ -282,7 +282,9 @@ static void note_use(gs_buffer *b, int dev, int id, uint64_t seq) {
   b->uses[b->nuses++] = (gs_use){(int16_t)dev, (int16_t)id, seq};
 }
 
-static bool need_interrupt(void) { return gs_interrupted && gs_interruptible(); }
+/* any_op: the wait may stop even inside an op that holds interrupts off
+ * (an in-place write), because that op has queued nothing yet */
+static bool need_interrupt(bool any_op) { return gs_interrupted && (any_op || gs_interruptible()); }
 
 /* Drops every queued task that has not started, on every device, and
  * waits for the running ones: Ctrl-C during a wait. */
@@ -300,14 +302,14 @@ static void cancel_all(void) {
 
 /* Waits until stream s completed seq; Ctrl-C drops queued work and
  * returns the interrupt. Polls the flag every 20 ms while blocked. */
-static gs_status host_wait_stream(stream *s, uint64_t seq) {
+static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
   if (completed_of(s) >= seq) return GS_OK;
   uint64_t t0 = gs_prof_on() ? now_ns() : 0;
   bool stopped = false;
   pthread_mutex_lock(&s->lock);
   s->waiters++;
   while (completed_of(s) < seq) {
-    if (need_interrupt()) { stopped = true; break; }
+    if (need_interrupt(any_op)) { stopped = true; break; }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 20 * 1000000;
@@ -327,12 +329,17 @@ static gs_status host_wait_stream(stream *s, uint64_t seq) {
   return GS_OK;
 }
 
+static gs_status host_wait_stream(stream *s, uint64_t seq) { return host_wait_stream_ex(s, seq, false); }
+
 gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   stream *s = stream_of(t->dev, id);
   reap(s);
-  /* a full queue: wait for room, as a CUDA launch blocks on a full queue */
+  /* a full queue: wait for room, as a CUDA launch blocks on a full queue.
+   * Ctrl-C stops this wait also inside an in-place op: its write is not
+   * queued yet, and what an op queued before it is dropped whole or runs
+   * whole (cancel_all), so the caller's tensor is as before or as after. */
   if (s->pending >= GS_QUEUE_DEPTH) {
-    gs_status st = host_wait_stream(s, s->enqueued - GS_QUEUE_DEPTH / 2);
+    gs_status st = host_wait_stream_ex(s, s->enqueued - GS_QUEUE_DEPTH / 2, true);
     if (st != GS_OK) {
       if (t->keep) gs_buffer_release(t->keep);
       free(t);
