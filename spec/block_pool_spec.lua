@@ -166,6 +166,17 @@ describe("the device caching allocator (gs_block_pool)", function()
     assert.are.same({ 3, 2, 1 }, { s.segments, s.hits, s.splits })
   end)
 
+  it("a retired block stops counting as allocated at once, and is reused only after its free", function()
+    local r = run({ "alloc a 4096", "retire a", "stats", "alloc b 4096", "free a", "stats", "alloc c 4096", "stats" })
+    local s = stats(r[2])
+    assert.are.same({ 0, 4096 }, { s.allocated, s.reserved }) -- PyTorch's free(): allocated drops now
+    assert.are.equal("b 0 4096", r[3])                         -- a new segment: a's block is not reusable yet
+    s = stats(r[4])
+    assert.are.same({ 4096, 8192 }, { s.allocated, s.reserved }) -- a's free did not count it twice
+    assert.are.equal("c 0 4096", r[5])
+    assert.are.same({ 8192, 8192, 1 }, { stats(r[6]).allocated, stats(r[6]).reserved, stats(r[6]).hits })
+  end)
+
   it("stays consistent through thousands of random allocations and frees on several streams", function()
     -- every block is filled at its alloc and checked at its free (no two live blocks overlap), and
     -- the free blocks plus the allocated ones always make up exactly the reserved bytes

@@ -12,12 +12,7 @@ local busy = require("device_busy") -- busy(dev, ms): about ms of queued work
 local cuda = torch.cuda
 
 -- Known engine bugs (H.it_unless): delete an entry once it is fixed.
-local KNOWN = {
-  ["memory_allocated drops at the free, also while another stream still uses the block"] =
-    "a block freed while another stream's work on it is queued stays counted in memory_allocated until that " ..
-    "work ran (gs_queue_defer_free keeps it out of the pool); PyTorch's free() lowers allocated_bytes at once " ..
-    "and only keeps the block out of the cache",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 local saved_n, saved_cap

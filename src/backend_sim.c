@@ -143,10 +143,16 @@ static void sim_empty_cache(int i) {
 
 /* A freed buffer's block goes back to its stream's cache at once (that
  * stream's later work is ordered after its users), or, when another
- * stream still has work queued on it, once that work has finished. */
+ * stream still has work queued on it, once that work has finished; it
+ * stops counting as allocated at once either way. */
 static void sim_release(gs_buffer *b) {
-  if (gs_queue_can_free(b)) gs_pool_free(&devs[b->device.index].pool, b->data);
-  else gs_queue_defer_free(b, pool_free);
+  gs_block_pool *pool = &devs[b->device.index].pool;
+  if (gs_queue_can_free(b)) {
+    gs_pool_free(pool, b->data);
+  } else {
+    gs_pool_retire(pool, b->data);
+    gs_queue_defer_free(b, pool_free);
+  }
 }
 static void sim_adopt(gs_buffer *b) { gs_queue_adopt(b); }
 

@@ -15,6 +15,7 @@ struct gs_pblock {
   gs_pblock *hnext;         /* the in-use table's chain, while in use */
   uint64_t prio;            /* the free tree's heap priority (from ptr) */
   bool free, large;
+  bool retired;             /* freed by its user, not yet reusable (gs_pool_retire) */
   int tag;                  /* the stream whose cache it is in */
 };
 
@@ -302,8 +303,11 @@ void gs_pool_free(gs_block_pool *p, void *ptr) {
   pthread_mutex_lock(&p->lock);
   gs_pblock *b = table_find(p, ptr, true);
   if (b) {
-    p->st.allocated -= b->size;
-    p->st.n_free++;
+    if (!b->retired) {
+      p->st.allocated -= b->size;
+      p->st.n_free++;
+    }
+    b->retired = false;
     if (b->next && b->next->free) {
       bin_remove(p, b->next);
       absorb(p, b, b->next);
@@ -315,6 +319,18 @@ void gs_pool_free(gs_block_pool *p, void *ptr) {
       b = pv;
     }
     bin_insert(p, b);
+  }
+  pthread_mutex_unlock(&p->lock);
+}
+
+void gs_pool_retire(gs_block_pool *p, void *ptr) {
+  if (!ptr) return;
+  pthread_mutex_lock(&p->lock);
+  gs_pblock *b = table_find(p, ptr, false);
+  if (b && !b->retired) {
+    b->retired = true;
+    p->st.allocated -= b->size;
+    p->st.n_free++;
   }
   pthread_mutex_unlock(&p->lock);
 }

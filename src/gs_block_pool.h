@@ -94,6 +94,11 @@ void *gs_pool_alloc_tagged(gs_block_pool *p, size_t n, int tag);
 /* Gives a block back to the cache (no device call). Unknown pointers and
  * NULL are ignored. */
 void gs_pool_free(gs_block_pool *p, void *ptr);
+/* The block's user freed it, but it may not be reused yet (another
+ * stream's queued work still reads it): it stops counting as allocated
+ * now, as PyTorch's free() does, and goes back to the cache at its
+ * gs_pool_free. */
+void gs_pool_retire(gs_block_pool *p, void *ptr);
 /* The size a live block holds (0 for an unknown pointer). */
 size_t gs_pool_block_size(gs_block_pool *p, void *ptr);
 /* empty_cache: gives every wholly free segment back to the device.

@@ -8,6 +8,7 @@
  *   free NAME          (checks the block still holds what was written at
  *                       its alloc: "error: ..." if another block overlapped)
  *   free_total         -> "free_total COUNT BYTES" of every free block
+ *   retire NAME        freed by its user, not yet reusable (gs_pool_retire)
  *   release            -> "released BYTES"
  *   stats              -> "allocated A reserved R segments S hits H splits P merges M flushes F ooms O"
  *   free_blocks        -> "free B1 B2 ..." (largest first)
@@ -89,6 +90,9 @@ int main(void) {
       for (size_t i = 0; i < k && i < count; i++) total += sizes[i];
       printf("free_total %zu %zu\n", count, total);
       free(sizes);
+    } else if (sscanf(line, "retire %63s", b) == 1) {
+      for (int i = 0; i < nnamed; i++)
+        if (strcmp(named[i].name, b) == 0) gs_pool_retire(&pool, named[i].ptr);
     } else if (sscanf(line, "free %63s", b) == 1) {
       for (int i = 0; i < nnamed; i++)
         if (strcmp(named[i].name, b) == 0) {
