@@ -3,6 +3,7 @@
 #include <string.h>
 #include "backend_cpu.h"
 #include "cpu_iter.h"
+#include "gs_parallel.h"
 #include "gs_dtype_hd.h"
 
 /* One loop per (source, destination) pair, with the element rules of
@@ -35,10 +36,95 @@ static const gs_loop_fn conv[GS_NDTYPES][GS_NDTYPES] = {
   }
 MOVE(1, uint8_t) MOVE(2, uint16_t) MOVE(4, uint32_t) MOVE(8, uint64_t)
 
+/* ---- copies between different memory orders (a transpose made contiguous) ----
+ * Element by element along the destination's rows, such a copy reads the
+ * source with a stride of a whole row, and every read misses the cache
+ * (a 1024x1024 float transpose: 13 ms). In 8x8 tiles both sides stay in
+ * cache (1.7 ms): rows a power of two apart fall in the same cache set,
+ * and eight of them still fit its ways (16 or 32: 3 and 4 ms). The tiled
+ * dims are the destination's innermost (0) and the one along which the
+ * source is contiguous (j); the others are walked around them, one row of
+ * tiles along dim 0 per unit of work. */
+#define TILE 8
+
+typedef struct {
+  int ndim, j;
+  int64_t shape[GS_MAX_DIMS];
+  int64_t stride[2][GS_MAX_DIMS]; /* elements: [0] dst, [1] src */
+  char *base[2];
+  size_t w;
+  int64_t tile_rows;              /* tiles along dim j */
+} tiled;
+
+#define TILE_MOVE(W, T)                                                                         \
+  static void tile_##W(char *d, const char *s, int64_t n0, int64_t nj, int64_t d0, int64_t dj, \
+                       int64_t s0, int64_t sj) {                                               \
+    for (int64_t b = 0; b < n0; b += TILE) {                                                   \
+      int64_t e0 = b + TILE < n0 ? b + TILE : n0;                                              \
+      for (int64_t y = 0; y < nj; y++)                                                         \
+        for (int64_t x = b; x < e0; x++) ((T *)d)[x * d0 + y * dj] = ((const T *)s)[x * s0 + y * sj]; \
+    }                                                                                          \
+  }
+TILE_MOVE(1, uint8_t) TILE_MOVE(2, uint16_t) TILE_MOVE(4, uint32_t) TILE_MOVE(8, uint64_t)
+
+static void tiled_unit(int64_t u, void *arg) {
+  const tiled *t = arg;
+  int64_t outer = u / t->tile_rows, row = u % t->tile_rows;
+  char *d = t->base[0], *s = t->base[1];
+  /* the outer dims' coordinates, from the unit's outer index */
+  for (int k = 1; k < t->ndim; k++) {
+    if (k == t->j) continue;
+    int64_t c = outer % t->shape[k];
+    outer /= t->shape[k];
+    d += c * t->stride[0][k] * (int64_t)t->w;
+    s += c * t->stride[1][k] * (int64_t)t->w;
+  }
+  int64_t y0 = row * TILE, nj = t->shape[t->j] - y0 < TILE ? t->shape[t->j] - y0 : TILE;
+  d += y0 * t->stride[0][t->j] * (int64_t)t->w;
+  s += y0 * t->stride[1][t->j] * (int64_t)t->w;
+  int64_t n0 = t->shape[0], d0 = t->stride[0][0], dj = t->stride[0][t->j], s0 = t->stride[1][0], sj = t->stride[1][t->j];
+  switch (t->w) {
+    case 1: tile_1(d, s, n0, nj, d0, dj, s0, sj); break;
+    case 2: tile_2(d, s, n0, nj, d0, dj, s0, sj); break;
+    case 4: tile_4(d, s, n0, nj, d0, dj, s0, sj); break;
+    default: tile_8(d, s, n0, nj, d0, dj, s0, sj); break;
+  }
+}
+
+/* Runs the tiled copy when the layouts call for it; *done says whether. */
+static gs_status tiled_copy(gs_tensor *dst, const gs_tensor *src, bool *done) {
+  *done = false;
+  tiled t;
+  const gs_tensor *ops[2] = {dst, src};
+  t.ndim = gs_merge_dims(2, ops, t.shape, t.stride);
+  if (t.ndim < 2 || t.stride[0][0] != 1 || t.stride[1][0] == 1 || t.shape[0] < TILE) return GS_OK;
+  t.j = 0;
+  for (int k = 1; k < t.ndim; k++)
+    if (t.stride[1][k] == 1 && t.shape[k] >= TILE) { t.j = k; break; }
+  if (!t.j) return GS_OK;
+  t.base[0] = gs_tensor_ptr(dst);
+  t.base[1] = gs_tensor_ptr(src);
+  t.w = gs_dtype_size(dst->dtype);
+  t.tile_rows = (t.shape[t.j] + TILE - 1) / TILE;
+  int64_t units = t.tile_rows;
+  for (int k = 1; k < t.ndim; k++)
+    if (k != t.j) units *= t.shape[k];
+  *done = true;
+  int64_t per_unit = t.shape[0] * TILE, total = units * per_unit;
+  if (total < GS_PARALLEL_GRAIN) {
+    for (int64_t u = 0; u < units; u++) tiled_unit(u, &t);
+    return GS_OK;
+  }
+  return gs_parallel_run(units, tiled_unit, &t);
+}
+
 gs_status gs_cpu_copy(gs_tensor *dst, const gs_tensor *src) {
   const gs_tensor *ops[2] = {dst, src};
   gs_loop_fn fn;
   if (dst->dtype == src->dtype || (dst->dtype == GS_UINT8 && src->dtype == GS_BOOL)) {
+    bool done;
+    GS_TRY(tiled_copy(dst, src, &done));
+    if (done) return GS_OK;
     size_t w = gs_dtype_size(dst->dtype);
     fn = w == 1 ? move_1 : w == 2 ? move_2 : w == 4 ? move_4 : move_8;
   } else {
