@@ -159,6 +159,47 @@ describe("nn.DataParallel", function()
     assert.is_true(a.fc.weight:detach():cpu():allclose(b.fc.weight:detach():cpu(), 1e-5, 1e-6))
   end)
 
+  -- The host's backward loop feeds every device; a gradient bound for
+  -- another device is sent before this device's own backward is queued,
+  -- so that device works at the same time instead of waiting behind it.
+  -- Deterministic under any load: the copy's event is recorded on cuda:0
+  -- either before or after the big product is queued there.
+  it("backward sends a gradient to another device before queuing this device's own work", function()
+    if not gpus(2) then return pending("needs 2 CUDA devices") end
+    local cuda = torch.cuda
+    local x0 = torch.randn(1024, 1024, { device = "cuda:0" })
+    local w0 = torch.randn(1024, 1024, { device = "cuda:0", requires_grad = true })
+    local x1 = torch.randn(1024, 64, { device = "cuda:1" })
+    local w1 = torch.randn(64, 64, { device = "cuda:1", requires_grad = true })
+    cuda.synchronize()
+    local loss
+    local p = torch.profiler.profile(function()
+      -- as DataParallel's gather: cat's backward makes two gradients,
+      -- cuda:0's slice (the product's backward, a big mm there) and
+      -- cuda:1's (copied back to cuda:1 for its product's backward)
+      loss = torch.cat({ x0:mm(w0), x1:mm(w1):to("cuda:0") }, 2):sum()
+      cuda.synchronize()
+      loss:backward()
+      cuda.synchronize()
+    end)
+    local last0, first1 -- the end of cuda:0's last mm, the start of cuda:1's backward mm
+    local mms1 = 0
+    for _, e in ipairs(p.events) do
+      if e.name == "mm" and e.lane == "cuda:0/0" then last0 = math.max(last0 or 0, e.t1) end
+      if e.name == "mm" and e.lane == "cuda:1/0" then
+        mms1 = mms1 + 1
+        if mms1 == 2 then first1 = e.t0 end -- the first was the forward's
+      end
+    end
+    assert.is_truthy(first1, "no backward mm on cuda:1")
+    assert.is_true(first1 < last0, ("cuda:1's backward started %.1f ms after cuda:0's finished"):format((first1 - last0) / 1e6))
+    -- and the gradients are right: d(sum(x @ w))/dw = x^T @ ones
+    local want0 = x0:t():mm(torch.ones(1024, 1024, { device = "cuda:0" }))
+    assert.is_true(w0.grad:allclose(want0, 1e-4, 1e-3))
+    local want1 = x1:t():mm(torch.ones(1024, 64, { device = "cuda:1" }))
+    assert.is_true(w1.grad:allclose(want1, 1e-4, 1e-3))
+  end)
+
   -- The replicas run at the same time only if the host queues every
   -- device's work without waiting for any device in between: one host
   -- wait (an item(), a copy to the host) would run them one after another.

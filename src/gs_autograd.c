@@ -209,6 +209,16 @@ static void release_saved(gs_node *n) {
   }
 }
 
+/* Whether a ready node sends its gradient to another device (the backward
+ * of a copy between devices). */
+static bool moves_device(const gs_node *n) {
+  if (!n->acc) return false;
+  gs_device here = gs_tensor_device(n->acc);
+  for (int i = 0; i < n->ninputs; i++)
+    if ((n->next_fn[i] || n->next_leaf[i]) && !gs_device_equal(n->in_device[i], here)) return true;
+  return false;
+}
+
 gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
   if (!gs_requires_grad(root))
     return gs_error("element 0 of tensors does not require grad and does not have a grad_fn");
@@ -250,9 +260,13 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
         gs_tensor *leaf = list[i]->next_leaf[k];
         if (leaf && leaf->has_grad_hook) leaf->grad_pending = pass == 0 ? 0 : leaf->grad_pending + 1;
       }
-  /* Kahn: a queue of nodes whose every consumer has run */
-  gs_node **queue = malloc(sizeof(gs_node *) * (size_t)(count + 1));
-  int qh = 0, qt = 0;
+  /* Kahn: a queue of nodes whose every consumer has run. Devices queue
+   * their kernels asynchronously, and this host loop is what feeds them:
+   * a node that moves a gradient to another device goes to the front, so
+   * that device starts its share of the backward while this one works
+   * through its own (DataParallel's replicas), instead of after it. */
+  gs_node **queue = malloc(sizeof(gs_node *) * (size_t)(2 * count + 2));
+  int qh = count + 1, qt = count + 1;
   if (!queue && s == GS_OK) s = gs_error_code(GS_ERR_OOM, "out of memory");
   if (s == GS_OK) queue[qt++] = root->grad_fn;
   while (s == GS_OK && qh < qt) {
@@ -278,7 +292,10 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
       gs_tensor *leaf = n->next_leaf[i];
       if (s == GS_OK && leaf && leaf->has_grad_hook && --leaf->grad_pending == 0 && leaf->grad && gs_grad_ready_hook)
         s = gs_grad_ready_hook(leaf);
-      if (n->next_fn[i] && --n->next_fn[i]->deps == 0) queue[qt++] = n->next_fn[i];
+      if (n->next_fn[i] && --n->next_fn[i]->deps == 0) {
+        if (moves_device(n->next_fn[i])) queue[--qh] = n->next_fn[i];
+        else queue[qt++] = n->next_fn[i];
+      }
       gs_tensor_release(grads[i]);
     }
     gs_tensor_release(n->acc);
