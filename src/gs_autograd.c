@@ -277,6 +277,11 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
                      "operation (in %s)", n->name);
     gs_tensor *grads[GS_AG_MAX_IN] = {NULL};
     if (s == GS_OK && n->acc) s = n->backward(n, n->acc, grads);
+    /* the incoming gradient is let go before the outgoing ones are used:
+     * a view of it (a transpose's backward) then owns its storage alone,
+     * and can become a leaf's .grad without a copy */
+    gs_tensor_release(n->acc);
+    n->acc = NULL;
     for (int i = 0; i < n->ninputs; i++) {
       gs_tensor *gi = grads[i];
       if (s == GS_OK && gi) {
@@ -298,8 +303,6 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
       }
       gs_tensor_release(grads[i]);
     }
-    gs_tensor_release(n->acc);
-    n->acc = NULL;
     release_saved(n);
   }
   for (int i = 0; i < count; i++) {

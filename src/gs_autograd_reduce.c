@@ -146,11 +146,55 @@ static gs_status transpose_last(const gs_tensor *x, gs_tensor **out) {
   return gs_transpose(x, x->ndim - 2, x->ndim - 1, out);
 }
 
+/* The gradients of a product of matrices a [M, K] and b [K, N], given g
+ * [M, N]: ga = g @ b^T and gb = a^T @ g. When an operand is a transposed
+ * view (Linear's w:t()), its gradient is computed transposed as well,
+ * gb = (g^T @ a)^T, as PyTorch's mm backward does: after the operand's
+ * own transpose backward the parameter's gradient is then contiguous,
+ * and accumulating it into .grad needs no transposing copy. */
+static bool transposed_view(const gs_tensor *x) {
+  return x->ndim == 2 && x->shape[0] > 1 && x->shape[1] > 1 && x->stride[0] == 1 && x->stride[1] == x->shape[0];
+}
+
+/* out = x @ y, or (y^T @ x^T)^T when `transposed` */
+static gs_status mm_laid_out(const gs_tensor *x, const gs_tensor *y, bool transposed, gs_tensor **out) {
+  if (!transposed) return gs_mm(x, y, out);
+  gs_tensor *xt = NULL, *yt = NULL, *p = NULL;
+  gs_status s = gs_transpose(x, 0, 1, &xt);
+  if (s == GS_OK) s = gs_transpose(y, 0, 1, &yt);
+  if (s == GS_OK) s = gs_mm(yt, xt, &p);
+  if (s == GS_OK) s = gs_transpose(p, 0, 1, out);
+  REL(xt); REL(yt); REL(p);
+  return s;
+}
+
+static gs_status mm_grad_a(const gs_tensor *g, const gs_tensor *a, const gs_tensor *b, gs_tensor **out) {
+  gs_tensor *bt = NULL;
+  gs_status s = gs_transpose(b, 0, 1, &bt);
+  if (s == GS_OK) s = mm_laid_out(g, bt, transposed_view(a), out);
+  REL(bt);
+  return s;
+}
+
+static gs_status mm_grad_b(const gs_tensor *g, const gs_tensor *a, const gs_tensor *b, gs_tensor **out) {
+  gs_tensor *at = NULL;
+  gs_status s = gs_transpose(a, 0, 1, &at);
+  if (s == GS_OK) s = mm_laid_out(at, g, transposed_view(b), out);
+  REL(at);
+  return s;
+}
+
 /* For matmul's general case: 1-d operands become matrices (a: [1, K],
  * b: [K, 1]) and g gets the dims they dropped, then ga = g @ b^T and
  * gb = a^T @ g, each reduced to its operand's shape. */
 static gs_status bw_matmul(gs_node *n, gs_tensor *g, gs_tensor **gr) {
   gs_tensor *a = n->saved[0], *b = n->saved[1];
+  if (a->ndim == 2 && b->ndim == 2) { /* mm */
+    gs_status s = GS_OK;
+    if (n->next_fn[0] || n->next_leaf[0]) s = mm_grad_a(g, a, b, &gr[0]);
+    if (s == GS_OK && (n->next_fn[1] || n->next_leaf[1])) s = mm_grad_b(g, a, b, &gr[1]);
+    return s;
+  }
   gs_tensor *a2 = NULL, *b2 = NULL, *g2 = NULL, *g3 = NULL, *at = NULL, *bt = NULL, *ga = NULL, *gb = NULL;
   bool av = a->ndim == 1, bv = b->ndim == 1;
   gs_status s = av ? gs_unsqueeze(a, 0, &a2) : (gs_tensor_retain(a), a2 = a, GS_OK);
@@ -197,18 +241,11 @@ gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out) {
 
 /* addmm(bias, a, b) = bias + a @ b */
 static gs_status bw_addmm(gs_node *n, gs_tensor *g, gs_tensor **gr) {
-  gs_tensor *a = n->saved[0], *b = n->saved[1], *at = NULL, *bt = NULL;
+  gs_tensor *a = n->saved[0], *b = n->saved[1];
   gs_status s = GS_OK;
   if (n->next_fn[0] || n->next_leaf[0]) { gs_tensor_retain(g); gr[0] = g; }
-  if (n->next_fn[1] || n->next_leaf[1]) {
-    s = gs_transpose(b, 0, 1, &bt);
-    if (s == GS_OK) s = gs_mm(g, bt, &gr[1]);
-  }
-  if (s == GS_OK && (n->next_fn[2] || n->next_leaf[2])) {
-    s = gs_transpose(a, 0, 1, &at);
-    if (s == GS_OK) s = gs_mm(at, g, &gr[2]);
-  }
-  REL(at); REL(bt);
+  if (n->next_fn[1] || n->next_leaf[1]) s = mm_grad_a(g, a, b, &gr[1]);
+  if (s == GS_OK && (n->next_fn[2] || n->next_leaf[2])) s = mm_grad_b(g, a, b, &gr[2]);
   return s;
 }
 
