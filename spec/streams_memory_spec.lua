@@ -143,8 +143,13 @@ describe("streams: buffer lifetime", function()
     local x = torch.ones(N, on("cuda:1"))
     s1:wait_stream(cuda.default_stream(1))
     local y
+    -- the two collections below must end while s1 still works: its work
+    -- outlasts them however big the suite's heap has grown
+    local t0 = torch.clock()
+    gc()
+    local gc_ms = (torch.clock() - t0) * 1000
     cuda.with_stream(s1, function()
-      busy("cuda:1", 150)
+      busy("cuda:1", 150 + 4 * gc_ms)
       y = x * 3
     end)
     gc()
