@@ -147,8 +147,8 @@ describe("devices", function()
       assert.are.same({ 8, 0 }, { torch.cuda.get_device_capability("cuda:2") })
       sim(1)
       assert.are.equal(16 << 30, torch.cuda.get_device_properties(0).total_memory) -- the default
-      assert.are.equal("cuda:3 is not available: there is 1 simulated CUDA device (cuda:0)",
-        err(torch.cuda.get_device_properties, 3))
+      assert.are.equal("torch.cuda.get_device_properties: cuda:3 is not available: there is 1 simulated CUDA device "
+        .. "(cuda:0)", err(torch.cuda.get_device_properties, 3))
       assert.matches("expected a CUDA device, got cpu", err(torch.cuda.get_device_name, "cpu"), nil, true)
     end)
 
@@ -190,8 +190,8 @@ describe("devices", function()
     end)
 
     it("set_device rejects what does not exist", function()
-      assert.are.equal("cuda:2 is not available: there are 2 simulated CUDA devices (cuda:0 and cuda:1)",
-        err(torch.cuda.set_device, 2))
+      assert.are.equal("torch.cuda.set_device: cuda:2 is not available: there are 2 simulated CUDA devices "
+        .. "(cuda:0 and cuda:1)", err(torch.cuda.set_device, 2))
       assert.matches("invalid device ordinal -1: CUDA ordinals start at 0", err(torch.cuda.set_device, -1), nil, true)
       assert.matches("expected a CUDA device, got cpu", err(torch.cuda.set_device, "cpu"), nil, true)
       assert.are.equal(0, torch.cuda.current_device())

@@ -43,18 +43,57 @@ static int c_libraries(lua_State *L) {
   return 1;
 }
 
-/* A CUDA device argument: ordinal, 'cuda:i', 'cuda', device object; nil
- * means the current device. Checks that it exists. */
-static gs_device cuda_arg(lua_State *L, int idx, const char *fn) {
+/* The checks of a CUDA device argument, run protected by cuda_ordinal:
+ * ordinal, 'cuda:i', 'cuda', device object; nil means the current device.
+ * Pushes the ordinal of a device that exists. */
+static int checked_cuda(lua_State *L) {
   gs_device d = {GS_CUDA, -1};
-  if (!lua_isnoneornil(L, idx)) d = gsL_checkdevice(L, idx);
+  if (!lua_isnoneornil(L, 1)) d = gsL_checkdevice(L, 1);
   if (d.type != GS_CUDA) {
     char what[200];
     gs_devices_describe(what, sizeof what);
-    luaL_error(L, "torch.cuda.%s: expected a CUDA device, got %s (%s)", fn, luaL_tolstring(L, idx, NULL), what);
+    return luaL_error(L, "expected a CUDA device, got %s (%s)", luaL_tolstring(L, 1, NULL), what);
   }
   gsL_check(L, gs_device_resolve(d, &d));
+  lua_pushinteger(L, d.index);
+  return 1;
+}
+
+/* The ordinal of the CUDA device argument at idx, or -1 with the reason
+ * (no position in it) pushed. It never raises, so that each caller raises
+ * naming its own call, at its user's line. */
+static int cuda_ordinal(lua_State *L, int idx) {
+  bool none = lua_isnone(L, idx);
+  idx = lua_absindex(L, idx);
+  lua_pushcfunction(L, checked_cuda);
+  if (none) lua_pushnil(L); /* (idx may be the slot the function now fills) */
+  else lua_pushvalue(L, idx);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) return -1;
+  int d = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
   return d;
+}
+
+/* A CUDA device argument that exists; a bad one raises an error naming
+ * torch.cuda.<fn> at the caller's line. */
+static gs_device cuda_arg(lua_State *L, int idx, const char *fn) {
+  int d = cuda_ordinal(L, idx);
+  if (d < 0) luaL_error(L, "torch.cuda.%s: %s", fn, lua_tostring(L, -1));
+  return (gs_device){GS_CUDA, d};
+}
+
+/* torch.cuda._ordinal(dev): the ordinal, or nil and why, for the Lua
+ * library (streams, torch.cuda.device) to raise at its caller's level. */
+static int c_ordinal(lua_State *L) {
+  lua_settop(L, 1);
+  int d = cuda_ordinal(L, 1);
+  if (d < 0) {
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  lua_pushinteger(L, d);
+  return 1;
 }
 
 static int c_current_device(lua_State *L) {
@@ -69,13 +108,7 @@ static int c_current_device(lua_State *L) {
 
 static int c_set_device(lua_State *L) {
   if (lua_isnoneornil(L, 1)) return luaL_error(L, "torch.cuda.set_device(i): expected a CUDA ordinal or device");
-  gs_device d = gsL_checkdevice(L, 1);
-  if (d.type != GS_CUDA) {
-    char what[200];
-    gs_devices_describe(what, sizeof what);
-    return luaL_error(L, "torch.cuda.set_device: expected a CUDA device, got %s (%s)", luaL_tolstring(L, 1, NULL), what);
-  }
-  if (d.index < 0) { gsL_check(L, gs_device_resolve(d, &d)); return 0; } /* 'cuda': stays where it is */
+  gs_device d = cuda_arg(L, 1, "set_device"); /* 'cuda' resolves to where it is: no change */
   gsL_check(L, gs_cuda_set_device(d.index));
   return 0;
 }
@@ -334,6 +367,7 @@ void gsL_open_device(lua_State *L) {
     {"mem_get_info", c_mem_get_info}, {"memory_stats", c_memory_stats},
     {"reset_peak_memory_stats", c_reset_peak}, {"empty_cache", c_empty_cache},
     {"transfers", c_transfers}, {"reset_transfers", c_reset_transfers}, {"_getpid", c_getpid},
+    {"_ordinal", c_ordinal},
     {NULL, NULL}};
   lua_newtable(L);
   luaL_setfuncs(L, cuda, 0);

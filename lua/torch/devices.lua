@@ -93,7 +93,8 @@ CudaDevice.__tostring = function(self) return self._repr end
 -- torch.cuda.device(dev, fn, ...) runs fn with `dev` as the current device
 -- (what 'cuda' and x:cuda() mean), then restores the previous one.
 function cuda.device(dev, fn, ...)
-  local d = torch.device(dev)
+  local ok, d = pcall(torch.device, dev) -- (called from pcall: its message has no position of ours)
+  if not ok then error("torch.cuda.device: " .. tostring(d), 2) end
   if d.type ~= "cuda" then error("torch.cuda.device: expected a CUDA device, got " .. tostring(d), 2) end
   local obj = { idx = d.index }
   obj._repr = string.format("<torch.cuda.device at %s>", tostring(obj):match("0x%x+") or tostring(obj))
@@ -102,8 +103,10 @@ function cuda.device(dev, fn, ...)
   if type(fn) ~= "function" then
     error("torch.cuda.device(dev, fn): expected a function as the second argument, got " .. type(fn), 2)
   end
+  local i, why = cuda._ordinal(d) -- a device that does not exist: an error at the caller's line
+  if not i then error("torch.cuda.device: " .. why, 2) end
   local prev = cuda.current_device()
-  cuda.set_device(d.index or prev)
+  cuda.set_device(i)
   local res = table.pack(pcall(fn, ...))
   pcall(cuda.set_device, prev)
   if not res[1] then error(res[2], 0) end
