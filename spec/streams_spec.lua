@@ -12,14 +12,7 @@ local cuda = torch.cuda
 local saved_n, saved_cap
 
 -- Known engine bugs (H.it_unless): delete an entry once it is fixed.
-local KNOWN = {
-  ["a device that does not exist is named in the error of the call that got it"] =
-    "torch.cuda.Stream(5) raises 'lua/torch/streams.lua:61: invalid CUDA device 5 (2 visible)': the library's " ..
-    "own position, and no word of which call was given the bad device",
-  ["a scope of a stream of another device makes that device current, as PyTorch's does"] =
-    "torch.cuda.stream(s) / with_stream / set_stream only set s current on its device: with s on cuda:1 and " ..
-    "cuda:0 current, current_stream() inside the scope is cuda:0's and e:record() records there",
-}
+local KNOWN = {}
 local it = H.it_unless(KNOWN, it, pending)
 
 local function gc() collectgarbage(); collectgarbage() end
@@ -344,8 +337,10 @@ describe("streams: stream objects and scopes", function()
   -- no collection in the middle of a case: one of the whole suite's heap
   -- can take longer than the work queued before the host looks
   after_each(function()
-    cuda.set_stream(cuda.default_stream(0))
+    -- set_stream makes the stream's device current: cuda:0 last
     cuda.set_stream(cuda.default_stream(1))
+    cuda.set_stream(cuda.default_stream(0))
+    cuda.set_device(0)
   end)
 
   it("current_stream is the default stream until set; equality and tostring", function()
@@ -411,14 +406,117 @@ describe("streams: stream objects and scopes", function()
     -- so current_stream() and Event:record() without arguments mean s
     assert.are.equal(0, cuda.current_device())
     local s = cuda.Stream(1)
+    local e = cuda.Event()
     do
       local c <close> = cuda.stream(s)
       assert.are.equal(1, cuda.current_device())
       assert.are.equal(s, cuda.current_stream())
+      assert.are.equal(cuda.default_stream(0), cuda.current_stream(0)) -- cuda:0's stream untouched
+      e:record()
+    end
+    assert.are.equal("<torch.cuda.Event on cuda:1>", tostring(e))
+    assert.are.equal(0, cuda.current_device())
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+    local dev, cur = cuda.with_stream(s, function() return cuda.current_device(), cuda.current_stream() end)
+    assert.are.equal(1, dev)
+    assert.are.equal(s, cur)
+    assert.are.equal(0, cuda.current_device())
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+    -- with_stream passes its extra arguments on
+    assert.are.same({ 3, "x" }, { cuda.with_stream(s, function(a, b) return a, b end, 3, "x") })
+  end)
+
+  it("ops inside a scope of a stream of another device land on that device and queue on the stream", function()
+    assert.are.equal(0, cuda.current_device())
+    local s = cuda.Stream(1)
+    local x, y
+    collectgarbage("stop") -- no collection of the suite's heap while s is to stay busy
+    do
+      local c <close> = cuda.stream(s)
+      -- (a copy from pageable host memory waits for the stream: first)
+      y = torch.ones(4):cuda() + 1
+      busy("cuda", 300) -- 'cuda' is cuda:1 here: s stays busy for a while
+      x = torch.ones(4, { device = "cuda" }) * 2
+    end
+    local s_busy, default_idle = s:query(), cuda.default_stream(1):query()
+    collectgarbage("restart")
+    assert.are.equal(torch.device("cuda:1"), x.device)
+    assert.are.equal(torch.device("cuda:1"), y.device)
+    assert.is_false(s_busy)        -- the work went to s ...
+    assert.is_true(default_idle)   -- ... not to cuda:1's default stream
+    s:synchronize()
+    assert.are.equal(8, x:sum():item())
+    assert.are.equal(8, y:sum():item())
+    assert.are.equal(torch.device("cuda:0"), torch.ones(1, { device = "cuda" }).device)
+  end)
+
+  it("a scope of a stream of another device restores the device and both streams after an error", function()
+    local s0, s1 = cuda.Stream(0), cuda.Stream(1)
+    cuda.set_stream(s0) -- cuda:0's current stream is not its default one
+    assert.are.equal(0, cuda.current_device())
+    local ok, err = pcall(function()
+      local c <close> = cuda.stream(s1)
+      assert.are.equal(1, cuda.current_device())
+      error("boom")
+    end)
+    assert.is_false(ok)
+    assert.matches("boom", err)
+    assert.are.equal(0, cuda.current_device())
+    assert.are.equal(s0, cuda.current_stream())
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+    ok, err = pcall(cuda.with_stream, s1, function() error("inside") end)
+    assert.is_false(ok)
+    assert.matches("inside", err)
+    assert.are.equal(0, cuda.current_device())
+    assert.are.equal(s0, cuda.current_stream())
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+  end)
+
+  it("nested scopes on two devices unwind one device and stream at a time", function()
+    local s0, s1 = cuda.Stream(0), cuda.Stream(1)
+    assert.are.equal(0, cuda.current_device())
+    do
+      local a <close> = cuda.stream(s1)
+      assert.are.equal(1, cuda.current_device())
+      do
+        local b <close> = cuda.stream(s0)
+        assert.are.equal(0, cuda.current_device())
+        assert.are.equal(s0, cuda.current_stream())
+        assert.are.equal(s1, cuda.current_stream(1)) -- the outer scope's, still
+        do
+          local c <close> = cuda.stream(cuda.default_stream(1))
+          assert.are.equal(1, cuda.current_device())
+          assert.are.equal(cuda.default_stream(1), cuda.current_stream())
+        end
+        assert.are.equal(0, cuda.current_device())
+        assert.are.equal(s1, cuda.current_stream(1))
+      end
+      assert.are.equal(1, cuda.current_device())
+      assert.are.equal(s1, cuda.current_stream())
+      assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
     end
     assert.are.equal(0, cuda.current_device())
-    cuda.with_stream(s, function() assert.are.equal(s, cuda.current_stream()) end)
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
+    assert.are.equal(cuda.default_stream(1), cuda.current_stream(1))
+  end)
+
+  it("set_stream makes the stream current and its device the current device (nil changes nothing)", function()
+    local s = cuda.Stream(1)
     assert.are.equal(0, cuda.current_device())
+    cuda.set_stream(s)
+    assert.are.equal(1, cuda.current_device())
+    assert.are.equal(s, cuda.current_stream())
+    assert.are.equal(cuda.default_stream(0), cuda.current_stream(0))
+    local e = cuda.Event()
+    e:record()
+    assert.are.equal("<torch.cuda.Event on cuda:1>", tostring(e))
+    assert.are.equal(torch.device("cuda:1"), torch.ones(1, { device = "cuda" }).device)
+    cuda.set_stream(nil)
+    assert.are.equal(1, cuda.current_device())
+    assert.are.equal(s, cuda.current_stream())
+    cuda.set_stream(cuda.default_stream(0))
+    assert.are.equal(0, cuda.current_device())
+    assert.are.equal(s, cuda.current_stream(1)) -- cuda:1 keeps s until told otherwise
   end)
 
   it("wrong arguments give clear errors", function()
@@ -432,6 +530,25 @@ describe("streams: stream objects and scopes", function()
   end)
 
   it("a device that does not exist is named in the error of the call that got it", function()
+    local noop = function() end
+    for _, f in ipairs({ "Stream", "current_stream", "default_stream", "synchronize", "set_device", "device" }) do
+      local call = cuda[f]
+      for _, bad in ipairs({ 5, "cuda:5", torch.device("cuda", 5) }) do
+        local line = debug.getinfo(1, "l").currentline + 1
+        local ok, msg = pcall(function() local _ = call(bad, noop) end) -- (noop: torch.cuda.device's fn)
+        assert.is_false(ok)
+        -- the user's line, then the call and the device, then what exists
+        assert.are.equal(string.format("spec/streams_spec.lua:%d: torch.cuda.%s: cuda:5 is not available: "
+          .. "there are 2 simulated CUDA devices (cuda:0 and cuda:1)", line, f), (msg:gsub("^.-(spec/)", "%1")))
+      end
+      local ok, msg = pcall(function() local _ = call(-1, noop) end)
+      assert.is_false(ok)
+      assert.matches("torch.cuda." .. f .. ": invalid device ordinal -1: CUDA ordinals start at 0", msg, nil, true)
+      assert.matches("streams_spec.lua:%d+: ", msg)
+      assert.is_nil(msg:find("lua/torch/", 1, true))
+    end
+    assert.are.equal(0, cuda.current_device()) -- nothing changed on the way
+    -- called directly as well (no Lua frame of the user's between)
     for _, f in ipairs({ "Stream", "current_stream", "default_stream" }) do
       local ok, msg = pcall(cuda[f], 5)
       assert.is_false(ok)
@@ -440,4 +557,5 @@ describe("streams: stream objects and scopes", function()
       assert.is_nil(msg:find("lua/torch/", 1, true)) -- the user's line, not the library's
     end
   end)
+
 end)

@@ -40,9 +40,7 @@ static int s_set_current(lua_State *L) {
 }
 static int s_pool(lua_State *L) {
   int d = check_dev(L, 1);
-  if (!queued(d))
-    return luaL_error(L, "torch.cuda.Stream: streams other than the default one are available on simulated devices "
-                         "only in this build (cuda:%d is a real GPU)", d);
+  if (!queued(d)) return luaL_error(L, "cuda:%d has no stream pool (a real GPU)", d); /* streams.lua checks first */
   lua_pushinteger(L, gs_queue_pool_stream(d));
   return 1;
 }

@@ -6,15 +6,14 @@ local torch = require("torch")
 local S = torch._stream
 local cuda = torch.cuda
 
--- A CUDA ordinal from a device argument (nil: the current device).
+-- A CUDA ordinal from a device argument (nil: the current device). A bad
+-- one is an error naming torch.cuda.<fn>, raised at the line that called
+-- it (level 3: past ordinal and fn).
 local function ordinal(dev, fn)
-  if dev == nil then return cuda.current_device() end
   if type(dev) == "table" and getmetatable(dev) == cuda.Stream_mt then return dev._dev end
-  local d = torch.device(dev)
-  if d.type ~= "cuda" then
-    error(string.format("torch.cuda.%s: expected a CUDA device, got %s", fn, tostring(dev)), 3)
-  end
-  return d.index or cuda.current_device()
+  local d, why = cuda._ordinal(dev)
+  if not d then error(string.format("torch.cuda.%s: %s", fn, why), 3) end
+  return d
 end
 
 local Stream = {}
@@ -58,6 +57,10 @@ end
 -- torch.cuda.Stream([device]): a stream of the pool of that device.
 function cuda.Stream(dev)
   local d = ordinal(dev, "Stream")
+  if not S.queued(d) then
+    error(string.format("torch.cuda.Stream: streams other than the default one are available on simulated devices "
+      .. "only in this build (cuda:%d is a real GPU)", d), 2)
+  end
   return stream_obj(d, S.pool(d))
 end
 function cuda.current_stream(dev)
@@ -67,30 +70,54 @@ end
 function cuda.default_stream(dev)
   return stream_obj(ordinal(dev, "default_stream"), 0)
 end
+
+-- Makes s its device's current stream and that device the current device,
+-- as PyTorch's stream scopes and set_stream do, so that current_stream(),
+-- 'cuda' and e:record() mean s. Returns what puts back the device and
+-- that device's stream as they were.
+local function enter(s)
+  local prev_dev, prev_id = cuda.current_device(), S.current(s._dev)
+  S.set_current(s._dev, s._id)
+  if s._dev ~= prev_dev then cuda.set_device(s._dev) end
+  return function()
+    -- (a device gone by then, the simulated ones reconfigured inside the
+    -- scope, has nothing to restore)
+    local n = cuda.device_count()
+    if s._dev < n then S.set_current(s._dev, prev_id) end
+    if s._dev ~= prev_dev and prev_dev < n then cuda.set_device(prev_dev) end
+  end
+end
+
+-- torch.cuda.set_stream(s): s becomes current, and its device the current
+-- device, until changed again (nil: nothing changes, as in PyTorch).
 function cuda.set_stream(s)
+  if s == nil then return end
   check_stream(s, "torch.cuda.set_stream")
-  S.set_current(s._dev, s._id)
+  enter(s)
 end
 
--- local c <close> = torch.cuda.stream(s): s is current on its device until
--- the block ends, however it ends.
+local noop_scope = setmetatable({}, { __close = function() end })
+
+-- local c <close> = torch.cuda.stream(s): s is current, and its device the
+-- current device, until the block ends, however it ends; then both are
+-- as before. (nil: a scope that changes nothing, as in PyTorch.)
 function cuda.stream(s)
-  if s == nil then return setmetatable({}, { __close = function() end }) end
+  if s == nil then return noop_scope end
   check_stream(s, "torch.cuda.stream")
-  local prev = S.current(s._dev)
-  S.set_current(s._dev, s._id)
-  return setmetatable({}, { __close = function() S.set_current(s._dev, prev) end })
+  local restore = enter(s)
+  return setmetatable({}, { __close = restore })
 end
 
-function cuda.with_stream(s, fn)
+-- torch.cuda.with_stream(s, fn, ...): fn(...) inside such a scope; returns
+-- its results or raises its error once the scope is restored.
+function cuda.with_stream(s, fn, ...)
   check_stream(s, "torch.cuda.with_stream")
   if type(fn) ~= "function" then
     error("torch.cuda.with_stream: expected a function as the second argument, got " .. type(fn), 2)
   end
-  local prev = S.current(s._dev)
-  S.set_current(s._dev, s._id)
-  local res = table.pack(pcall(fn))
-  S.set_current(s._dev, prev)
+  local restore = enter(s)
+  local res = table.pack(pcall(fn, ...))
+  restore()
   if not res[1] then error(res[2], 0) end
   return table.unpack(res, 2, res.n)
 end
