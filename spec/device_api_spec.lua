@@ -140,13 +140,15 @@ describe("devices", function()
       assert.is_true(p.simulated)
       assert.are.equal(8, p.major)
       assert.are.equal(0, p.minor)
-      assert.is_true(math.type(p.multi_processor_count) == "integer" and p.multi_processor_count >= 1)
+      -- the device's share of the host's cores: its kernels run on that many threads
+      assert.are.equal(math.max(1, torch._num_threads() // 3), p.multi_processor_count)
       assert.are.equal(1, p.index)
       assert.are.equal("_CudaDeviceProperties(name='gshell simulated GPU', major=8, minor=0, total_memory=2048MB, "
         .. "multi_processor_count=" .. p.multi_processor_count .. ", simulated=True)", tostring(p))
       assert.are.same({ 8, 0 }, { torch.cuda.get_device_capability("cuda:2") })
       sim(1)
       assert.are.equal(16 << 30, torch.cuda.get_device_properties(0).total_memory) -- the default
+      assert.are.equal(torch._num_threads(), torch.cuda.get_device_properties(0).multi_processor_count)
       assert.are.equal("torch.cuda.get_device_properties: cuda:3 is not available: there is 1 simulated CUDA device "
         .. "(cuda:0)", err(torch.cuda.get_device_properties, 3))
       assert.matches("expected a CUDA device, got cpu", err(torch.cuda.get_device_name, "cpu"), nil, true)

@@ -244,14 +244,19 @@ describe("torch.profiler.profile on simulated GPUs (device lanes)", function()
     assert.are.equal(1, #d2d)
     assert.are.same({ "copy", "cuda:1/0", 4000 }, { d2d[1].kind, d2d[1].lane, d2d[1].bytes })
     assert.are.equal(2, #d2h)                      -- the item() and the cpu()
-    local waits = 0
+    local waits, on1 = 0, 0
     for _, e in ipairs(p.events) do
       if e.kind == "sync" then
         waits = waits + 1
         assert.are.equal("host", e.lane)
+        -- each names the device waited for: cuda:0 for the copy from the
+        -- host (it waits until the copy ran), cuda:1 for item() and cpu()
+        assert.truthy(e.device == "cuda:0" or e.device == "cuda:1", e.device)
+        if e.device == "cuda:1" then on1 = on1 + 1 end
       end
     end
     assert.is_true(waits >= 1, "no wait recorded for item()")
+    assert.is_true(on1 >= 1, "no wait for cuda:1 recorded for item()")
     local text = tostring(p)
     assert.truthy(text:find("\ncopy_h2d%s+cuda:0%s+copy%s+1%s"), text)
   end)

@@ -181,15 +181,15 @@ static void sim_mem_stats(int i, gs_mem_stats *s) {
 static void sim_reset_peak(int i) { gs_pool_reset_peak(&devs[i].pool); }
 
 /* Reports compute capability 8.0 (a modern device, so feature checks
- * pass) and one multiprocessor per host core, since it computes there. */
+ * pass) and one multiprocessor per host core of its share (the cores
+ * divided among the devices: its kernels run on that many threads). */
 static gs_status sim_properties(int i, gs_device_props *p) {
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "gshell simulated GPU");
   p->total_memory = sim_total(i);
   p->major = 8;
   p->minor = 0;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  p->multi_processor_count = cores > 0 ? (int)cores : 1;
+  p->multi_processor_count = gs_queue_cores();
   p->simulated = true;
   return GS_OK;
 }

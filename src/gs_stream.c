@@ -201,6 +201,7 @@ void gs_queue_configure(int n, int cores) {
 }
 
 int gs_queue_devices(void) { return ndevs; }
+int gs_queue_cores(void) { return cores_each; }
 gs_devflag *gs_queue_flag(int dev) { return &devs[dev].flag; }
 
 int gs_queue_current(int dev) { return devs[dev].current; }
@@ -323,7 +324,8 @@ static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
     return gs_interrupted_error();
   }
   if (t0) {
-    gs_prof_event e = {"wait", GS_PROF_SYNC, GS_CPU, -1, -1, t0, now_ns(), 0, 0};
+    /* on the host's lane, naming the device and stream waited for */
+    gs_prof_event e = {"wait", GS_PROF_SYNC, GS_CUDA, s->dev, s->id, t0, now_ns(), 0, 0};
     gs_prof_record(&e);
   }
   return GS_OK;

@@ -75,6 +75,8 @@ struct gs_task {
  * kernels on `cores` threads. Waits for queued work of the old devices. */
 void gs_queue_configure(int n, int cores);
 int gs_queue_devices(void);
+/* The threads each device's kernels run on (its share of the host). */
+int gs_queue_cores(void);
 /* The device's error record, for kernels that find errors in the data. */
 gs_devflag *gs_queue_flag(int dev);
 
