@@ -1,23 +1,17 @@
-/* dtype.cuh: device versions of gs_dtype.c's conversions, bit for bit:
- * float16 and bfloat16 from and to float (round to nearest even, the same
- * NaN and overflow handling), float to integer the x86 PyTorch way (NaN
- * and out of range give INT64_MIN), and loads/stores of any dtype through
- * a small tagged value, following gs_dtype_hd.h's per-dtype gs_ld_<d> and
- * gs_st_<d>_f / gs_st_<d>_i (which the CPU copy loops use; these could
- * call them once a GPU run checks that they compile to the same). */
+/* dtype.cuh: loads and stores of any dtype in the kernels, through a small
+ * tagged value, by gs_dtype_hd.h's per-dtype accessors (gs_ld_<d>,
+ * gs_st_<d>_f, gs_st_<d>_i): the same rules as the CPU copy loops, so a
+ * conversion gives the same bits on every device (float16/bfloat16 round
+ * to nearest even, float to integer the x86 PyTorch way). Switching these
+ * from hand-written copies of the rules to the accessors was checked
+ * without a GPU: nvcc's PTX for every kernel file, sm_75/80/90, is the
+ * same but for the operand order of one (commutative) `or`. */
 #ifndef GS_DTYPE_CUH
 #define GS_DTYPE_CUH
 
 #include "common.cuh"
 #include "gs_dtype_hd.h"
 #include "gs_elemmath.h"
-
-/* the conversions are shared with the C engine (gs_elemmath.h) */
-__device__ __forceinline__ float gs_d_half_to_float(uint16_t h) { return gs_half_bits_to_float(h); }
-__device__ __forceinline__ uint16_t gs_d_float_to_half(float f) { return gs_float_to_half_bits(f); }
-__device__ __forceinline__ float gs_d_bf16_to_float(uint16_t h) { return gs_bf16_bits_to_float(h); }
-__device__ __forceinline__ uint16_t gs_d_float_to_bf16(float f) { return gs_float_to_bf16_bits(f); }
-__device__ __forceinline__ int64_t gs_d_f64_to_i64(double v) { return gs_float_to_int64(v); }
 
 /* One element as loaded: floats as double (exact for every float type),
  * integers and bool as int64, as gs_dtype_hd.h's gs_ld_<d> give them. */
@@ -26,36 +20,35 @@ struct gs_val { bool is_int; double f; int64_t i; };
 __device__ __forceinline__ gs_val gs_d_load(int dt, const char *p) {
   gs_val v = {false, 0.0, 0};
   switch (dt) {
-  case GS_FLOAT32: v.f = *(const float *)p; break;
-  case GS_FLOAT64: v.f = *(const double *)p; break;
-  case GS_FLOAT16: v.f = gs_d_half_to_float(*(const uint16_t *)p); break;
-  case GS_BFLOAT16: v.f = gs_d_bf16_to_float(*(const uint16_t *)p); break;
-  case GS_INT64: v.is_int = true; v.i = *(const int64_t *)p; break;
-  case GS_INT32: v.is_int = true; v.i = *(const int32_t *)p; break;
-  case GS_INT16: v.is_int = true; v.i = *(const int16_t *)p; break;
-  case GS_INT8: v.is_int = true; v.i = *(const int8_t *)p; break;
-  case GS_UINT8: v.is_int = true; v.i = *(const uint8_t *)p; break;
-  default: v.is_int = true; v.i = *(const uint8_t *)p != 0; break; /* bool */
+#define GS_D_LOAD_F(E, d) case E: v.f = gs_ld_##d(p); break;
+#define GS_D_LOAD_I(E, d) case E: v.is_int = true; v.i = gs_ld_##d(p); break;
+  GS_D_LOAD_F(GS_FLOAT32, f32) GS_D_LOAD_F(GS_FLOAT64, f64) GS_D_LOAD_F(GS_FLOAT16, f16) GS_D_LOAD_F(GS_BFLOAT16, bf16)
+  GS_D_LOAD_I(GS_INT64, i64) GS_D_LOAD_I(GS_INT32, i32) GS_D_LOAD_I(GS_INT16, i16) GS_D_LOAD_I(GS_INT8, i8)
+  GS_D_LOAD_I(GS_UINT8, u8)
+#undef GS_D_LOAD_F
+#undef GS_D_LOAD_I
+  default: v.is_int = true; v.i = gs_ld_b8(p); break; /* bool */
   }
   return v;
 }
 
-/* Stores v converted to dt the way gs_dtype_hd.h's gs_st_<d>_* do: an integer
- * goes to a float type directly (no detour through double), a float to an
- * integer type through gs_f64_to_i64 then truncation. */
+/* Stores v converted to dt: gs_st_<d>_i for an integer value (to a float
+ * type directly, no detour through double), gs_st_<d>_f for a float one
+ * (to an integer type through gs_float_to_int64 then truncation). The
+ * integer conversion is made once, before the switch: written so, nvcc
+ * gives the same PTX as the hand-written stores this replaced. */
 __device__ __forceinline__ void gs_d_store(int dt, char *p, gs_val v) {
-  int64_t iv = v.is_int ? v.i : gs_d_f64_to_i64(v.f);
+  int64_t iv = v.is_int ? v.i : gs_float_to_int64(v.f);
   switch (dt) {
-  case GS_FLOAT32: *(float *)p = v.is_int ? (float)v.i : (float)v.f; break;
-  case GS_FLOAT64: *(double *)p = v.is_int ? (double)v.i : v.f; break;
-  case GS_FLOAT16: *(uint16_t *)p = gs_d_float_to_half(v.is_int ? (float)v.i : (float)v.f); break;
-  case GS_BFLOAT16: *(uint16_t *)p = gs_d_float_to_bf16(v.is_int ? (float)v.i : (float)v.f); break;
-  case GS_INT64: *(int64_t *)p = iv; break;
-  case GS_INT32: *(int32_t *)p = (int32_t)iv; break;
-  case GS_INT16: *(int16_t *)p = (int16_t)iv; break;
-  case GS_INT8: *(int8_t *)p = (int8_t)iv; break;
-  case GS_UINT8: *(uint8_t *)p = (uint8_t)iv; break;
-  default: *(uint8_t *)p = v.is_int ? v.i != 0 : v.f != 0; break; /* bool */
+  case GS_FLOAT32: gs_st_f32_f(p, v.is_int ? (float)v.i : (float)v.f); break;
+  case GS_FLOAT64: gs_st_f64_f(p, v.is_int ? (double)v.i : v.f); break;
+  case GS_FLOAT16: gs_st_f16_f(p, v.is_int ? (float)v.i : (float)v.f); break;
+  case GS_BFLOAT16: gs_st_bf16_f(p, v.is_int ? (float)v.i : (float)v.f); break;
+#define GS_D_STORE_I(E, d) case E: gs_st_##d##_i(p, iv); break;
+  GS_D_STORE_I(GS_INT64, i64) GS_D_STORE_I(GS_INT32, i32) GS_D_STORE_I(GS_INT16, i16) GS_D_STORE_I(GS_INT8, i8)
+  GS_D_STORE_I(GS_UINT8, u8)
+#undef GS_D_STORE_I
+  default: *(uint8_t *)p = v.is_int ? v.i != 0 : v.f != 0; break; /* bool: gs_st_b8_i / gs_st_b8_f */
   }
 }
 
