@@ -322,7 +322,9 @@ describe("profile:table", function()
     assert.truthy(text:find("Wall time: 40.000ms", 1, true))
     assert.truthy(text:find("cuda:0 stream 0 busy: 28.000ms (70%)", 1, true), text)
     assert.truthy(text:find("cuda:1 stream 3 busy: 4.000ms (10%)", 1, true), text)
-    assert.truthy(text:find("host (cpu) busy: 32.000ms (80%)", 1, true), text)
+    -- the host's 30 ms synchronize is waiting: said so, with its share
+    assert.truthy(text:find("host (cpu) busy: 32.000ms (80%), waiting for devices: 30.000ms (75%)", 1, true), text)
+    assert.is_falsy(text:find("stream 0 busy: 28.000ms (70%), waiting", 1, true), text)
   end)
 
   it("sort_by and row_limit, as PyTorch's table()", function()

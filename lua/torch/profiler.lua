@@ -229,8 +229,24 @@ for k in pairs(sorters) do sort_names[#sort_names + 1] = k end
 table.sort(sort_names)
 M.sort_keys = sort_names
 
+-- The time covered by a list of events sorted by start (their union).
+local function covered(spans, keep)
+  local total, upto = 0, -math.huge
+  for _, e in ipairs(spans) do
+    if not keep or keep(e) then
+      local a, b = math.max(e.t0, upto), e.t1
+      if b > a then total = total + (b - a) end
+      upto = math.max(upto, e.t1)
+    end
+  end
+  return total
+end
+
+local function is_wait(e) return e.kind == "sync" end
+
 -- The busy time of each lane (the union of its events) as
--- {lane, busy_ns}, host first, then devices and streams in order.
+-- {lane, busy_ns, wait_ns}, host first, then devices and streams in
+-- order; wait_ns: the part spent waiting for a device (the host's lane).
 function Profile:lanes()
   local per = {}
   for _, e in ipairs(self.events) do
@@ -239,14 +255,9 @@ function Profile:lanes()
     l.spans[#l.spans + 1] = e
   end
   local list = {}
-  for _, l in pairs(per) do
-    local busy, upto = 0, -math.huge
-    for _, e in ipairs(l.spans) do       -- events are sorted by start
-      local a, b = math.max(e.t0, upto), e.t1
-      if b > a then busy = busy + (b - a) end
-      upto = math.max(upto, e.t1)
-    end
-    list[#list + 1] = { lane = l.lane, busy_ns = busy, events = #l.spans }
+  for _, l in pairs(per) do            -- events are sorted by start
+    list[#list + 1] = { lane = l.lane, busy_ns = covered(l.spans), wait_ns = covered(l.spans, is_wait),
+      events = #l.spans }
   end
   local function order(name)
     if name == "host" then return "" end
@@ -337,9 +348,13 @@ function Profile:table(opts)
       gpu.name, gpu.gbps, gpu.gflops)
   end
   out[#out + 1] = "Wall time: " .. fmt_time(self.duration_ns)
+  local function share(ns) return self.duration_ns > 0 and 100 * ns / self.duration_ns or 0 end
   for _, l in ipairs(self:lanes()) do
-    out[#out + 1] = string.format("%s busy: %s (%.0f%%)", M.lane_label(l.lane), fmt_time(l.busy_ns),
-      self.duration_ns > 0 and 100 * l.busy_ns / self.duration_ns or 0)
+    local line = string.format("%s busy: %s (%.0f%%)", M.lane_label(l.lane), fmt_time(l.busy_ns), share(l.busy_ns))
+    if l.wait_ns > 0 then -- a hidden synchronisation is time the host did nothing else
+      line = line .. string.format(", waiting for devices: %s (%.0f%%)", fmt_time(l.wait_ns), share(l.wait_ns))
+    end
+    out[#out + 1] = line
   end
   return table.concat(out, "\n")
 end
