@@ -231,10 +231,14 @@ describe("torch.profiler.profile on simulated GPUs (device lanes)", function()
   end)
 
   it("copies are kind copy on the device's lane; host reads are waits on the host lane", function()
+    local busy = require("device_busy")
+    busy("cuda:1", 1) -- measures its products once, outside the profile
+    torch.cuda.synchronize()
     local x = torch.ones(1000)
     local p = torch.profiler.profile(function()
       local y = x:cuda(0)
       local z = y:to("cuda:1")
+      busy("cuda:1", 60) -- so item() finds work to wait for, however slow the host
       local _ = (z * 2):sum():item()
       local _ = z:cpu()
     end)
