@@ -50,6 +50,8 @@ static struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static blas_handle handles[64];
+/* Each handle's workspace from the cache (NULL: cuBLAS's own pool). */
+static struct { void *ptr; size_t bytes; } workspaces[64];
 
 static void load(void) {
   static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", NULL};
@@ -112,8 +114,13 @@ static int create_handle(int index, blas_handle *h) {
   size_t n = workspace_bytes(index);
   void *ws = gs_cuda_scratch_alloc(index, n);
   if (!ws) return 0; /* no room: cuBLAS keeps its own default workspace */
-  if (blas.set_workspace(*h, ws, n) != 0) gs_cuda_scratch_free(index, ws, n);
-  /* else the workspace lives as long as the handle: the whole process */
+  if (blas.set_workspace(*h, ws, n) != 0) {
+    gs_cuda_scratch_free(index, ws, n);
+    return 0;
+  }
+  /* the workspace lives as long as the handle: the whole process */
+  workspaces[index].ptr = ws;
+  workspaces[index].bytes = n;
   return 0;
 }
 
@@ -130,6 +137,11 @@ static gs_status handle_for(int index, cudaStream_t st, blas_handle *out) {
   pthread_mutex_unlock(&handle_lock);
   if (st_create != 0) return gs_cublas_fail(st_create, "cublasCreate", __FILE__, __LINE__);
   CUBLAS_CHECK(blas.set_stream(h, st));
+  /* cublasSetStream puts the handle back on cuBLAS's default workspace
+   * pool (cuBLAS documents the reset), which would allocate outside the
+   * cache: the cache's workspace is set again after every stream change */
+  if (workspaces[index].ptr)
+    CUBLAS_CHECK(blas.set_workspace(h, workspaces[index].ptr, workspaces[index].bytes));
   *out = h;
   return GS_OK;
 }

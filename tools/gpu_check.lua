@@ -150,6 +150,38 @@ local function dname(dt) return tostring(dt):gsub("^torch%.", "") end
 
 torch.manual_seed(20240601)
 
+---------------------------------------------------------------- cuBLAS's workspace (first: before any product)
+
+-- cuBLAS's workspace comes from the caching allocator (cuda_blas.c), set
+-- again after every cublasSetStream, which would otherwise put the handle
+-- back on cuBLAS's own pool: the first float product grows memory_allocated
+-- by exactly the workspace, 32 MiB on Hopper and newer, 8 MiB before.
+if ok_props and props.simulated then
+  skip("cuBLAS workspace taken from the cache", "simulated devices run products on the CPU (no cuBLAS)")
+else
+  check("cuBLAS workspace taken from the cache at the first product", function()
+    local a, b = torch.randn(64, 64, {device = dev}), torch.randn(64, 64, {device = dev})
+    torch.cuda.synchronize(dev)
+    collectgarbage(); collectgarbage()
+    local free0, total = torch.cuda.mem_get_info(dev)
+    local before, reserved0 = torch.cuda.memory_allocated(dev), torch.cuda.memory_reserved(dev)
+    local c = a:mm(b)
+    torch.cuda.synchronize(dev)
+    c = nil
+    collectgarbage(); collectgarbage()
+    local grew = torch.cuda.memory_allocated(dev) - before
+    local want = (props.major >= 9 and 32 or 8) * 1048576
+    -- information for the results: driver memory the product took outside
+    -- the cache (the cuBLAS handle itself; a second workspace would show here)
+    local free1 = torch.cuda.mem_get_info(dev)
+    infos[#infos + 1] = ("first product: %.1f MiB allocated (workspace), %.1f MiB of driver memory outside the cache"):format(
+      grew / 1048576, ((free0 - free1) - (torch.cuda.memory_reserved(dev) - reserved0)) / 1048576)
+    expect(total > 0, "mem_get_info")
+    expect(grew == want, ("memory_allocated grew by %d bytes at the first product, expected the %d-byte workspace"):format(
+      grew, want))
+  end)
+end
+
 ---------------------------------------------------------------- transfers
 
 check("transfer h2d/d2h round trip (float32, 1M)", function()
