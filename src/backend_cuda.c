@@ -32,7 +32,7 @@
 #include "gs_block_pool.h"
 #include "gs_dlopen.h"
 
-#define MAX_DEVICES 64
+#define MAX_DEVICES GS_MAX_CUDA_DEVICES
 
 typedef struct {
   pthread_mutex_t lock;  /* start-up and peer access */
@@ -267,6 +267,15 @@ static void cuda_mem_stats(int index, gs_mem_stats *s) {
   (void)cudaGetLastError();
 }
 
+/* No CUDA call: a device whose stream was never made has no blocks, and
+ * its pool may not even exist yet (probe makes the pools). */
+static size_t cuda_pool_allocated(int index) {
+  if (index < 0 || index >= MAX_DEVICES || !__atomic_load_n(&devs[index].started, __ATOMIC_ACQUIRE)) return 0;
+  gs_pool_stats st;
+  gs_pool_stats_get(&devs[index].pool, &st);
+  return st.allocated;
+}
+
 static void cuda_reset_peak(int index) {
   if (valid(index)) gs_pool_reset_peak(&devs[index].pool);
 }
@@ -369,7 +378,7 @@ const gs_backend gs_backend_cuda = {
   .alloc = cuda_alloc, .alloc_failure = cuda_alloc_failure,
   .free = cuda_free,
   .empty_cache = cuda_empty_cache,
-  .mem_stats = cuda_mem_stats,
+  .mem_stats = cuda_mem_stats, .pool_allocated = cuda_pool_allocated,
   .reset_peak = cuda_reset_peak,
   .memcpy_h2d = cuda_memcpy_h2d,
   .memcpy_d2h = cuda_memcpy_d2h,

@@ -34,7 +34,7 @@
 #include "gs_prof.h"
 #include "gs_stream.h"
 
-#define MAX_SIM 64
+#define MAX_SIM GS_MAX_CUDA_DEVICES
 #define SIM_DEFAULT_TOTAL ((size_t)16 << 30)
 
 typedef struct {
@@ -114,8 +114,8 @@ void gs_sim_configure(int n, size_t cap) {
  * noticeable time here (the chapter's cold-start puzzle), which
  * GSHELL_SIM_CONTEXT_MS models. */
 static void make_context(sim_device *d) {
-  if (d->context_made) return;
-  d->context_made = true;
+  if (__atomic_load_n(&d->context_made, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&d->context_made, true, __ATOMIC_RELEASE);
   if (context_ms > 0) {
     struct timespec ts = {context_ms / 1000, (long)(context_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -176,6 +176,15 @@ static void sim_mem_stats(int i, gs_mem_stats *s) {
   s->n_alloc_retries = st.n_flushes;
   s->n_ooms = __atomic_load_n(&devs[i].n_ooms, __ATOMIC_RELAXED);
   gs_queue_busy(i, &s->busy_ns, &s->kernels);
+}
+
+/* A device never used (its context not made) is skipped without touching
+ * its pool, as the CUDA backend skips a GPU whose stream was never made. */
+static size_t sim_pool_allocated(int i) {
+  if (i < 0 || i >= ndevs || !__atomic_load_n(&devs[i].context_made, __ATOMIC_ACQUIRE)) return 0;
+  gs_pool_stats st;
+  gs_pool_stats_get(&devs[i].pool, &st);
+  return st.allocated;
 }
 
 static void sim_reset_peak(int i) { gs_pool_reset_peak(&devs[i].pool); }
@@ -436,7 +445,8 @@ static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffe
   .properties = sim_properties, .utilization = sim_utilization,              \
   .alloc = sim_alloc, .free = sim_free, .count_oom = sim_count_oom,          \
   .empty_cache = sim_empty_cache,                                            \
-  .mem_stats = sim_mem_stats, .reset_peak = sim_reset_peak,                  \
+  .mem_stats = sim_mem_stats, .pool_allocated = sim_pool_allocated,          \
+  .reset_peak = sim_reset_peak,                                              \
   .memcpy_h2d = sim_h2d, .memcpy_d2h = sim_d2h, .memcpy_d2d = sim_d2d,       \
   .synchronize = sim_sync,                                                   \
   .adopt = sim_adopt, .release = sim_release, .host_wait = sim_host_wait,    \

@@ -75,6 +75,11 @@ typedef struct gs_backend {
   void (*count_oom)(int index);
   void (*empty_cache)(int index);
   void (*mem_stats)(int index, gs_mem_stats *out);
+  /* mem_stats's `allocated` read from the caching pool alone: no driver
+   * call, any index below GS_MAX_CUDA_DEVICES, and 0 for a device never
+   * started. The Lua collector adds it up at every full collection, which
+   * must not create a CUDA context on each GPU of a CPU-only session. */
+  size_t (*pool_allocated)(int index);
   void (*reset_peak)(int index);
   /* raw byte copies between this device and the host or another device
    * of the same backend (when d2d is NULL the engine bounces through the

@@ -94,15 +94,15 @@ int gs_cuda_device_count(void) {
 
 int gs_cuda_current_device(void) { return current_cuda; }
 
+/* Every ordinal is asked, not gs_cuda_device_count()'s: counting real
+ * devices loads the driver, which a CPU-only session never needs. */
 size_t gs_device_bytes_allocated(void) {
   size_t total = 0;
-  for (int i = 0, n = gs_cuda_device_count(); i < n; i++) {
+  for (int i = 0; i < GS_MAX_CUDA_DEVICES; i++) {
     gs_device d = {GS_CUDA, i};
     const gs_backend *be = gs_device_backend(d);
-    if (!be || !be->mem_stats) continue;
-    gs_mem_stats s;
-    be->mem_stats(i, &s);
-    total += s.allocated;
+    if (!be || !be->pool_allocated) break;
+    total += be->pool_allocated(i);
   }
   return total;
 }

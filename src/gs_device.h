@@ -8,6 +8,9 @@
 
 typedef enum { GS_CPU = 0, GS_CUDA = 1 } gs_device_type;
 
+/* CUDA ordinals, real or simulated, are below this. */
+#define GS_MAX_CUDA_DEVICES 64
+
 typedef struct {
   gs_device_type type;
   int index; /* CPU: 0. CUDA: ordinal >= 0, or -1 for "cuda" (current device) */
@@ -31,7 +34,9 @@ gs_status gs_parse_sim_gpus(const char *what, const char *s, int *out);
 gs_status gs_parse_mem_size(const char *what, const char *s, size_t *out);
 int gs_cuda_device_count(void);
 /* Bytes in live tensors on every CUDA device, real or simulated (what
- * memory_allocated() adds up to), for pacing the Lua collector. */
+ * memory_allocated() adds up to), for pacing the Lua collector: read from
+ * the caching pools alone (the pool_allocated slot), with no driver call
+ * and without counting, starting or creating a context on any device. */
 size_t gs_device_bytes_allocated(void);
 bool gs_cuda_is_simulated(void);
 /* The cap each simulated device was given (0: none), for re-configuring. */
