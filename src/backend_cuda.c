@@ -125,24 +125,47 @@ static bool sticky(cudaError_t e) {
 static pthread_mutex_t lost_lock = PTHREAD_MUTEX_INITIALIZER;
 static char lost[400];
 
-gs_status gs_cuda_fail(cudaError_t err, const char *expr, const char *file, int line) {
-  (void)cudaGetLastError(); /* clears the error unless it is sticky */
+/* Records err if it is the first sticky error; then writes into buf the
+ * one explanation every failure path gives once the context is lost (CUDA
+ * calls here, cuBLAS and NCCL in cuda_blas.c and cuda_nccl.c) and returns
+ * true, or returns false while the context is fine. */
+static bool lost_message(cudaError_t err, const char *expr, const char *file, int line, char *buf, size_t n) {
   pthread_mutex_lock(&lost_lock);
-  bool first_loss = sticky(err) && !lost[0];
-  if (first_loss)
+  if (sticky(err) && !lost[0])
     snprintf(lost, sizeof lost, "%s (%s), noticed in %s at %s:%d", cudaGetErrorString(err), cudaGetErrorName(err),
              expr, file, line);
   char was[sizeof lost];
   snprintf(was, sizeof was, "%s", lost);
   pthread_mutex_unlock(&lost_lock);
-  if (was[0])
-    return gs_error("CUDA error: the CUDA context is lost after %s. A kernel queued earlier failed (kernels run "
-                    "asynchronously, so the op that noticed is not the one at fault); every later CUDA call fails the "
-                    "same way: restart gshell, and run it with CUDA_LAUNCH_BLOCKING=1 to stop at the op that fails",
-                    was);
+  if (!was[0]) return false;
+  snprintf(buf, n, "the CUDA context is lost after %s. A kernel queued earlier failed (kernels run asynchronously, "
+           "so the op that noticed is not the one at fault); every later CUDA call fails the same way: restart "
+           "gshell, and run it with CUDA_LAUNCH_BLOCKING=1 to stop at the op that fails", was);
+  return true;
+}
+
+gs_status gs_cuda_fail(cudaError_t err, const char *expr, const char *file, int line) {
+  (void)cudaGetLastError(); /* clears the error unless it is sticky */
+  char why[sizeof lost + 400];
+  if (lost_message(err, expr, file, line, why, sizeof why)) return gs_error("CUDA error: %s", why);
   gs_status code = err == cudaErrorMemoryAllocation ? GS_ERR_OOM : GS_ERR;
   return gs_error_code(code, "CUDA error: %s (%s) in %s at %s:%d", cudaGetErrorString(err), cudaGetErrorName(err),
                        expr, file, line);
+}
+
+bool gs_cuda_context_lost(const char *expr, const char *file, int line, char *buf, size_t n) {
+  cudaError_t seen = cudaSuccess;
+  int current = 0;
+  bool have_current = cudaGetDevice(&current) == cudaSuccess;
+  for (int i = 0; i < ndevices && seen == cudaSuccess; i++) {
+    if (!__atomic_load_n(&devs[i].started, __ATOMIC_ACQUIRE)) continue;
+    cudaError_t e = cudaSetDevice(i);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(devs[i].stream);
+    if (sticky(e)) seen = e;
+  }
+  if (have_current) (void)cudaSetDevice(current);
+  (void)cudaGetLastError();
+  return lost_message(seen, expr, file, line, buf, n);
 }
 
 static bool valid(int index) { return index >= 0 && index < gs_cuda_real_device_count(); }

@@ -83,6 +83,10 @@ gs_status gs_cublas_fail(int status, const char *expr, const char *file, int lin
   if (blas.status_string) name = blas.status_string(status);
   for (size_t i = 0; !name && i < sizeof known / sizeof known[0]; i++)
     if (known[i].code == status) name = known[i].name;
+  char lost[1024];
+  if (status != 3 && gs_cuda_context_lost(expr, file, line, lost, sizeof lost))
+    return gs_error("cuBLAS error: %s (status %d) in %s at %s:%d; %s", name ? name : "unknown status", status, expr,
+                    file, line, lost);
   return gs_error_code(status == 3 ? GS_ERR_OOM : GS_ERR, "cuBLAS error: %s (status %d) in %s at %s:%d",
                        name ? name : "unknown status", status, expr, file, line);
 }

@@ -38,6 +38,14 @@ void gs_cuda_empty_cache(int index);
  * (out of memory becomes GS_ERR_OOM). Clears the non-sticky error state. */
 gs_status gs_cuda_fail(cudaError_t err, const char *expr, const char *file, int line);
 
+/* After a library call (cuBLAS, NCCL) failed: whether the CUDA context is
+ * lost. The library saw the fault through its own CUDA runtime, not the
+ * one linked here, so every started device's stream is waited for, which
+ * reports a sticky error (an illegal address) to this runtime too. When
+ * the context is lost, buf receives the explanation gs_cuda_fail gives
+ * (the first error, and CUDA_LAUNCH_BLOCKING=1) and true is returned. */
+bool gs_cuda_context_lost(const char *expr, const char *file, int line, char *buf, size_t n);
+
 /* ---- provided by cuda_blas.c ---- */
 gs_status gs_cublas_fail(int status, const char *expr, const char *file, int line);
 

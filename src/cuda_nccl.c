@@ -74,9 +74,17 @@ static gs_status ready(void) {
   return nc.lib ? GS_OK : gs_error("%s", nc.error);
 }
 
-static gs_status nccl_fail(int r, const char *what) {
-  return gs_error("NCCL error in %s: %s (%d)", what, nc.error_string ? nc.error_string(r) : "unknown", r);
+/* A failed NCCL call; after a fault on a device (NCCL then reports an
+ * unhandled CUDA error) the message says the context is lost, as every
+ * CUDA failure does. */
+static gs_status nccl_fail_at(int r, const char *what, int line) {
+  const char *why = nc.error_string ? nc.error_string(r) : "unknown";
+  char lost[1024];
+  if (gs_cuda_context_lost(what, __FILE__, line, lost, sizeof lost))
+    return gs_error("NCCL error in %s: %s (%d); %s", what, why, r, lost);
+  return gs_error("NCCL error in %s: %s (%d)", what, why, r);
 }
+#define nccl_fail(r, what) nccl_fail_at((r), (what), __LINE__)
 #define NCCL_CHECK(expr, what) do { int r_ = (expr); if (r_ != 0) return nccl_fail(r_, what); } while (0)
 
 /* NCCL's type for a dtype, or -1 (int16 and bool have none). */
