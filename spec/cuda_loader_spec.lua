@@ -137,3 +137,43 @@ describe("torch.cuda without an NVIDIA driver", function()
     end
   end)
 end)
+
+-- torch.cuda.nccl.version() opens NCCL as a real GPU's first collective
+-- would, so a one-GPU machine (no collective to run) can check that gshell
+-- finds it. Driven here with a stand-in libnccl.so.2 on LD_LIBRARY_PATH
+-- whose ncclGetVersion says 2.21.5.
+describe("torch.cuda.nccl.version()", function()
+  local R = require("gshell_run")
+  local reason = torch.cuda.unavailable_reason()
+  local cuda_build = reason == nil or not reason:find("built without CUDA", 1, true)
+
+  if not cuda_build then
+    it("says that a gshell built without CUDA never loads NCCL", function()
+      local ok, err = pcall(torch.cuda.nccl.version)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("built without CUDA", 1, true), tostring(err))
+    end)
+    return
+  end
+
+  it("loads NCCL, decodes its version code and lists it in torch.cuda.libraries()", function()
+    local dir = sh("mktemp -d"):gsub("%s+$", "")
+    local fns = { "ncclGetUniqueId", "ncclCommInitAll", "ncclCommInitRank", "ncclCommDestroy", "ncclGroupStart",
+                  "ncclGroupEnd", "ncclBroadcast", "ncclReduce", "ncclAllReduce", "ncclAllGather", "ncclReduceScatter" }
+    local src = { "const char *ncclGetErrorString(int r) { (void)r; return \"stand-in\"; }",
+                  "int ncclGetVersion(int *v) { *v = 22105; return 0; }" }
+    for _, f in ipairs(fns) do src[#src + 1] = "int " .. f .. "(void) { return 1; }" end
+    R.write_file(dir .. "/nccl.c", table.concat(src, "\n") .. "\n")
+    local out, ok = sh("cc -shared -fPIC -Wl,-soname,libnccl.so.2 -o " .. dir .. "/libnccl.so.2 " .. dir .. "/nccl.c")
+    assert(ok, out)
+    local script = [[
+print("version", torch.cuda.nccl.version())
+print("listed", torch.cuda.libraries().nccl)
+]]
+    local res, err, code = R.run({ "-e", script }, "", { LD_LIBRARY_PATH = dir })
+    os.execute("rm -rf " .. R.quote(dir))
+    assert.are.equal(0, code, err)
+    assert.truthy(res:find("version\t2\t21\t5\n", 1, true), res)
+    assert.truthy(res:find("listed\t" .. dir .. "/libnccl.so.2\n", 1, true), res)
+  end)
+end)

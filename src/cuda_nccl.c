@@ -40,6 +40,7 @@ static struct {
   int (*all_gather)(const void *, void *, size_t, int, nccl_comm, cudaStream_t);
   int (*reduce_scatter)(const void *, void *, size_t, int, int, nccl_comm, cudaStream_t);
   const char *(*error_string)(int);
+  int (*get_version)(int *);
 } nc;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
@@ -56,7 +57,8 @@ static void load(void) {
     {"ncclBroadcast", offsetof(__typeof__(nc), bcast)}, {"ncclReduce", offsetof(__typeof__(nc), reduce)},
     {"ncclAllReduce", offsetof(__typeof__(nc), all_reduce)}, {"ncclAllGather", offsetof(__typeof__(nc), all_gather)},
     {"ncclReduceScatter", offsetof(__typeof__(nc), reduce_scatter)},
-    {"ncclGetErrorString", offsetof(__typeof__(nc), error_string)}};
+    {"ncclGetErrorString", offsetof(__typeof__(nc), error_string)},
+    {"ncclGetVersion", offsetof(__typeof__(nc), get_version)}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     void *f = dlsym(nc.lib, fns[i].name);
     if (!f) {
@@ -100,6 +102,20 @@ static int nccl_type(gs_dtype t) {
   case GS_UINT8: return NC_UINT8;
   default: return -1;
   }
+}
+
+/* nccl.h's NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since
+ * NCCL 2.9 (major * 1000 + minor * 100 + patch before). */
+gs_status gs_nccl_version(int *major, int *minor, int *patch) {
+  *major = *minor = *patch = 0;
+  GS_TRY(ready());
+  int code = 0;
+  NCCL_CHECK(nc.get_version(&code), "ncclGetVersion");
+  int base = code >= 10000 ? 10000 : 1000;
+  *major = code / base;
+  *minor = code % base / 100;
+  *patch = code % 100;
+  return GS_OK;
 }
 
 /* ---- one process, several devices: one clique, kept for its device list ---- */

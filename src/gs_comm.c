@@ -20,6 +20,16 @@ static gs_status resolve_cuda(const char *fn, int n, const gs_device *devs, gs_d
   return GS_OK;
 }
 
+gs_status gs_comm_nccl_version(int *major, int *minor, int *patch) {
+#ifdef GS_HAVE_CUDA
+  return gs_nccl_version(major, minor, patch);
+#else
+  *major = *minor = *patch = 0;
+  return gs_error("torch.cuda.nccl.version: this gshell was built without CUDA (nvcc was not found, or CUDA=0), so it "
+                  "never loads NCCL");
+#endif
+}
+
 static bool all_distinct(int n, const gs_device *d) {
   for (int i = 0; i < n; i++)
     for (int j = i + 1; j < n; j++)

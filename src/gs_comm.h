@@ -24,6 +24,10 @@ gs_status gs_comm_scatter(gs_tensor *src, int n, const gs_device *devs, const in
                           int dim, int *nout, gs_tensor **outs);
 /* *out = the ins concatenated along dim (0-based) on dst (any device). */
 gs_status gs_comm_gather(gs_tensor *const *ins, int n, int dim, gs_device dst, gs_tensor **out);
+/* torch.cuda.nccl.version(): opens NCCL (as its first collective would)
+ * and reads its version; an error saying where NCCL was looked for when
+ * it is missing, or that this gshell was built without CUDA. */
+gs_status gs_comm_nccl_version(int *major, int *minor, int *patch);
 
 #ifdef GS_HAVE_CUDA
 /* cuda_nccl.c. libnccl is opened at the first call; without it these
@@ -34,6 +38,8 @@ gs_status gs_nccl_broadcast(gs_tensor *src, int root, int n, const int *devs, gs
  * Fails with *unsupported set when NCCL has no type for the dtype. */
 gs_status gs_nccl_reduce_sum(gs_tensor *const *ins, int root, int n, const int *devs, gs_tensor *out,
                              bool *unsupported);
+/* The loaded NCCL's version (ncclGetVersion). */
+gs_status gs_nccl_version(int *major, int *minor, int *patch);
 #endif
 
 #endif

@@ -44,6 +44,14 @@ static void push_list(lua_State *L, int n, gs_tensor **ts) {
 
 /* ---- torch._comm ---- */
 
+/* torch.cuda.nccl.version() -> major, minor, patch (PyTorch's tuple) */
+static int c_nccl_version(lua_State *L) {
+  int v[3];
+  gsL_check(L, gs_comm_nccl_version(&v[0], &v[1], &v[2]));
+  for (int i = 0; i < 3; i++) lua_pushinteger(L, v[i]);
+  return 3;
+}
+
 static int c_broadcast(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1), *outs[64];
   gs_device devs[64];
@@ -280,7 +288,7 @@ void gsL_open_dist(lua_State *L) {
   lua_pop(L, 1);
   static const luaL_Reg comm[] = {
     {"broadcast", c_broadcast}, {"reduce_add", c_reduce_add}, {"scatter", c_scatter}, {"gather", c_gather},
-    {NULL, NULL}};
+    {"nccl_version", c_nccl_version}, {NULL, NULL}};
   lua_newtable(L);
   luaL_setfuncs(L, comm, 0);
   lua_setfield(L, -2, "_comm");

@@ -40,5 +40,8 @@ require("torch.streams")
 
 -- torch.cuda.comm: collectives between the devices of this process.
 torch.cuda.comm = require("torch.cuda_comm")
+-- torch.cuda.nccl.version() -> major, minor, patch: loads NCCL (listed by
+-- torch.cuda.libraries() from then on) as a real GPU's first collective would.
+torch.cuda.nccl = { version = torch._comm.nccl_version }
 
 return torch
