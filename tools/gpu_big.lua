@@ -1,7 +1,12 @@
 -- gpu_big.lua: tensors past 2^31 elements and bytes on a CUDA device, each
 -- result compared with the CPU's (32-bit index arithmetic would wrap there).
--- Needs about 12 GiB of GPU memory and 16 GiB of host memory; takes about a
--- minute on a GPU machine (the CPU side dominates).
+-- Needs about 28 GiB of GPU memory at its peak: the float16 check holds
+-- 4 GiB of float16, 8 GiB of float32 and 16 GiB of float64 at once, and
+-- the uint8 sums 18 GiB (2 GiB of uint8 and their int64 copy, the sum's
+-- compute dtype); each line prints its check's peak (--small: the same
+-- checks at 1/2048 of the size, in MiB). Host memory: about 10 GiB (the
+-- index_select check's 8 GiB int32 matrix). Takes about a minute on a GPU
+-- machine (the CPU side dominates).
 --
 --   gshell tools/gpu_big.lua [cuda:N]            the real sizes
 --   gshell --sim-gpus 1 tools/gpu_big.lua --small  the same checks on 2^20 (the script itself)
@@ -22,11 +27,14 @@ local BIG = small and (1 << 20) + 1000 or (1 << 31) + 1000 -- elements
 local failed = 0
 local function check(name, fn)
   collectgarbage(); collectgarbage()
+  torch.cuda.reset_peak_memory_stats(dev)
+  local base = torch.cuda.memory_allocated(dev)
   local t0 = torch.clock()
   local ok, err = pcall(fn)
   torch.cuda.synchronize()
-  print(("%s  %s (%.1f s)%s"):format(ok and "PASS" or "FAIL", name, torch.clock() - t0,
-    ok and "" or ": " .. tostring(err):gsub("\n", " | ")))
+  local peak = (torch.cuda.max_memory_allocated(dev) - base) / (small and 2 ^ 20 or 2 ^ 30)
+  print(("%s  %s (%.1f s, peak %.2f %s on the device)%s"):format(ok and "PASS" or "FAIL", name, torch.clock() - t0,
+    peak, small and "MiB" or "GiB", ok and "" or ": " .. tostring(err):gsub("\n", " | ")))
   if not ok then failed = failed + 1 end
 end
 local function expect(c, msg) if not c then error(msg, 0) end end
