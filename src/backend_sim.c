@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include "backend_cpu.h"
 #include "backend_sim.h"
 #include "gs_block_pool.h"

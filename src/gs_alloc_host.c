@@ -9,11 +9,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "gs_alloc_host.h"
-#include "gs_block_pool.h"
 
 #define MIN_BLOCK 64          /* the smallest size class */
 #define HUGE_PAGE ((size_t)2 << 20)
-#define NCLASSES GS_POOL_BINS
+#define NCLASSES (64 * 4)
 /* The default cap on the cache: 4 GiB, or an eighth of the machine's
  * memory when that is less (freed blocks past it go back to the C
  * library at once). gs_host_set_cache_limit changes it. */
@@ -33,7 +32,20 @@ static size_t default_limit(void) {
   return eighth < CACHE_LIMIT_MAX ? eighth : CACHE_LIMIT_MAX;
 }
 
-/* The block size of size class c (the inverse of gs_size_class: class
+/* The size class of n (n >= 1): four per power of two, so a size is
+ * rounded up by less than 25%; its upper bound goes to *rounded (may be
+ * NULL). */
+static int size_class(size_t n, size_t *rounded) {
+  if (n < 4) n = 4;
+  int k = 63 - __builtin_clzll((unsigned long long)n); /* 2^k <= n */
+  size_t base = (size_t)1 << k, step = base / 4;
+  size_t q = (n - base + step - 1) / step;             /* 0..4 */
+  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
+  if (rounded) *rounded = base + q * step;
+  return k * 4 + (int)q;
+}
+
+/* The block size of size class c (the inverse of size_class: class
  * k*4+q holds 2^k + q*2^k/4 bytes). */
 static size_t class_size(int c) {
   size_t base = (size_t)1 << (c / 4);
@@ -55,12 +67,12 @@ static void trim_locked(size_t keep) {
   }
 }
 
-/* Blocks are kept by size class (gs_size_class, shared with the device
- * allocator's free bins): 4 steps per power of two, under 25% waste. */
+/* Blocks are kept by size class: 4 steps per power of two, under 25%
+ * waste. */
 void *gs_host_alloc(size_t n) {
   if (n < MIN_BLOCK) n = MIN_BLOCK;
   size_t rounded;
-  int c = gs_size_class(n, &rounded);
+  int c = size_class(n, &rounded);
   pthread_mutex_lock(&lock);
   block *b = bins[c];
   if (b) { bins[c] = b->next; cached_bytes -= rounded; }
@@ -93,7 +105,7 @@ void gs_host_free(void *p, size_t n) {
   if (!p) return;
   if (n < MIN_BLOCK) n = MIN_BLOCK;
   size_t rounded;
-  int c = gs_size_class(n, &rounded);
+  int c = size_class(n, &rounded);
   pthread_mutex_lock(&lock);
   in_use_bytes -= rounded;
   if (!cache_limit) cache_limit = default_limit();

@@ -19,16 +19,6 @@ struct gs_pblock {
   int tag;                  /* the stream whose cache it is in */
 };
 
-int gs_size_class(size_t n, size_t *rounded) {
-  if (n < 4) n = 4;
-  int k = 63 - __builtin_clzll((unsigned long long)n); /* 2^k <= n */
-  size_t base = (size_t)1 << k, step = base / 4;
-  size_t q = (n - base + step - 1) / step;             /* 0..4 */
-  if (q == 4) { k++; q = 0; base <<= 1; step <<= 1; }
-  if (rounded) *rounded = base + q * step;
-  return k * 4 + (int)q;
-}
-
 size_t gs_pool_round(size_t n) {
   if (n == 0) n = 1;
   return (n + GS_POOL_MIN_BLOCK - 1) / GS_POOL_MIN_BLOCK * GS_POOL_MIN_BLOCK;

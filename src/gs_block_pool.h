@@ -34,12 +34,6 @@
 
 #define GS_POOL_MIN_BLOCK ((size_t)512)          /* every block is a multiple of this */
 #define GS_POOL_SMALL_SIZE ((size_t)1 << 20)     /* requests up to this are "small" */
-#define GS_POOL_BINS (64 * 4)
-
-/* The size classes of the host allocator's blocks: four per power of
- * two, so a size is rounded up by less than 25%. Returns the class of n
- * (n >= 1) and stores its upper bound in *rounded (may be NULL). */
-int gs_size_class(size_t n, size_t *rounded);
 
 typedef struct gs_pblock gs_pblock;
 
