@@ -44,7 +44,7 @@ ifeq ($(SANITIZE),1)
   CUDA := 0
 endif
 # ThreadSanitizer. GCC defines __SANITIZE_THREAD__, which turns off the
-# target_clones in src/cpu_math.h (TSAN's runtime starts before the ifunc
+# target_clones in src/backend/cpu/cpu_math.h (TSAN's runtime starts before the ifunc
 # resolvers it would need and crashes at start-up) and the header free
 # lists. No CUDA: the simulated devices are what run threads here.
 # tools/sanitizer_env.sh sets TSAN_OPTIONS for the specs. Every spec file
@@ -58,15 +58,18 @@ ifeq ($(TSAN),1)
   CUDA := 0
 endif
 
-ENGINE_SRCS := $(filter-out src/main.c src/repl%.c src/kernel%.c,$(wildcard src/*.c))
-SHELL_SRCS  := $(wildcard src/main.c src/repl*.c src/kernel*.c)
+# One folder per layer (docs/design.md): the engine and its bindings are
+# everything but the shell, the Jupyter kernel and main.c on top.
+SRC_DIRS    := core ops autograd io backend backend/cpu backend/sim backend/cuda dist bind
+ENGINE_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard src/$(d)/*.c))
+SHELL_SRCS  := $(wildcard src/shell/*.c src/jupyter/*.c) src/main.c
 # the Jupyter kernel's libraries: gshell links them, torch.so does not
 KERNEL_LIBS := -lzmq -lcrypto
 # lua/torch/ is the library (torch.so and gshell); lua/gshell/ the shell (gshell only).
 TORCH_LUA   := $(shell find lua/torch -name '*.lua' | sort)
 SHELL_LUA   := $(shell find lua/gshell -name '*.lua' | sort)
-ENGINE_OBJS := $(ENGINE_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/lua_torch_modules.o
-SHELL_OBJS  := $(SHELL_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/lua_shell_modules.o
+ENGINE_OBJS := $(ENGINE_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/lua_torch_modules.o
+SHELL_OBJS  := $(SHELL_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/lua_shell_modules.o
 
 ifeq ($(CUDA),1)
   CU_SRCS   := $(wildcard kernels/*.cu)
@@ -109,11 +112,13 @@ FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(ALL_CFLAGS) $(NVFLAGS)' | md5s
 $(FLAGS_STAMP): | $(BUILD)/gen
 	rm -f $(BUILD)/gen/flags-*; touch $@
 
+# Objects wait for deps (the packages' headers) even under -j.
 # -MMD -MP: each object lists the headers it included in a .d file beside it.
-$(BUILD)/obj/%.o: src/%.c $(FLAGS_STAMP) | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c $(FLAGS_STAMP) | deps
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/cu/%.o: kernels/%.cu $(FLAGS_STAMP) | $(BUILD)/cu
+$(BUILD)/cu/%.o: kernels/%.cu $(FLAGS_STAMP) | deps $(BUILD)/cu
 	$(NVCC) $(NVFLAGS) -MMD -MP -c -o $@ $<
 
 # The Lua sources are compiled into the binaries: no files needed beside them.
@@ -121,17 +126,18 @@ $(BUILD)/gen/lua_torch_modules.c: $(TORCH_LUA) tools/embed_lua.sh | $(BUILD)/gen
 	sh tools/embed_lua.sh $@ gs_torch_modules $(TORCH_LUA)
 $(BUILD)/gen/lua_shell_modules.c: $(SHELL_LUA) tools/embed_lua.sh | $(BUILD)/gen
 	sh tools/embed_lua.sh $@ gs_shell_modules $(SHELL_LUA)
-$(BUILD)/obj/lua_%_modules.o: $(BUILD)/gen/lua_%_modules.c $(FLAGS_STAMP) | $(BUILD)/obj
+$(BUILD)/obj/gen/lua_%_modules.o: $(BUILD)/gen/lua_%_modules.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 # The TSAN spec run's lua5.4 (why: tools/tsan_lua.c).
 $(BUILD)/bin/lua5.4: tools/tsan_lua.c $(FLAGS_STAMP) | $(BUILD)/bin
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -llua5.4 $(LDLIBS)
 
-$(BUILD)/obj $(BUILD)/cu $(BUILD)/gen $(BUILD)/bin:
+$(BUILD)/cu $(BUILD)/gen $(BUILD)/bin:
 	mkdir -p $@
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
 
 test: all
 	@sh tools/install-deps.sh --test
@@ -162,7 +168,7 @@ FUZZ_JOBS    ?= 1
 FUZZ_DIR     := build-fuzz
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Isrc $(LUA_INC) $(CPPFLAGS) $(CFLAGS)
-FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(filter-out src/lua_%.c,$(ENGINE_SRCS)))
+FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(filter-out src/bind/%.c,$(ENGINE_SRCS)))
 
 fuzz:
 	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS)
@@ -171,11 +177,10 @@ fuzz-build:
 	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz
 $(FUZZ_DIR)/safetensors_fuzz: fuzz/safetensors_fuzz.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lm -lpthread
-$(FUZZ_DIR)/obj/%.o: src/%.c | $(FUZZ_DIR)/obj
+$(FUZZ_DIR)/obj/%.o: src/%.c
+	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
-$(FUZZ_DIR)/obj:
-	mkdir -p $@
--include $(wildcard $(FUZZ_DIR)/obj/*.d)
+-include $(wildcard $(FUZZ_DIR)/obj/*/*.d $(FUZZ_DIR)/obj/*/*/*.d)
 
 # `make gpu-bundle`: a self-contained gshell for a GPU machine that may
 # lack this one's packages, with the CUDA check script, in
@@ -183,7 +188,7 @@ $(FUZZ_DIR)/obj:
 # (with its Fortran runtime) and the C++ runtime are linked statically,
 # cudart is static already; glibc stays dynamic (cuBLAS is dlopen'ed on
 # the target machine: next to gshell, on the loader's path, in the CUDA
-# toolkit or in pip's nvidia wheels; see src/gs_dlopen.h). Run there as
+# toolkit or in pip's nvidia wheels; see src/core/gs_dlopen.h). Run there as
 #   tar xzf gpu-bundle.tar.gz && gpu-bundle/gshell gpu-bundle/gpu_check.lua
 BUNDLE_DIR  := $(BUILD)/gpu-bundle
 STATIC_LIBS := /usr/lib/x86_64-linux-gnu/liblua5.4.a /usr/lib/x86_64-linux-gnu/libreadline.a \
@@ -194,7 +199,7 @@ gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	@test "$(CUDA)" = 1 || { echo "gpu-bundle: nvcc not found (CUDA=0): the bundle would have no CUDA backend"; exit 1; }
 	rm -rf $(BUNDLE_DIR) $(BUILD)/gpu-bundle.tar.gz
 	mkdir -p $(BUNDLE_DIR)
-	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(filter-out $(BUILD)/obj/kernel%,$(SHELL_OBJS)) $(STATIC_LIBS) \
+	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(filter-out $(BUILD)/obj/jupyter/%,$(SHELL_OBJS)) $(STATIC_LIBS) \
 	  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -ldl -lrt -lpthread -Wl,-E
 	cp tools/gpu_check.lua tools/gpu_big.lua $(BUNDLE_DIR)/
 	printf '%s\n' '#!/bin/sh' '# Runs the CUDA check next to this script: ./run_gpu_check.sh [cuda:N] [-v]' \

@@ -1,5 +1,5 @@
 /* safetensors_fuzz.c: libFuzzer target for the safetensors loader
- * (src/gs_safetensors.c). Each input is tried twice: as a whole file
+ * (src/io/gs_safetensors.c). Each input is tried twice: as a whole file
  * (length prefix, header, data: every tensor the header accepts is read
  * and touched) and as bare header JSON. Whatever the bytes, the loader
  * must return an error or tensors, never read out of bounds, leak or hit
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gs_safetensors.h"
+#include "io/gs_safetensors.h"
 
 static volatile uint64_t sink;
 

@@ -9,7 +9,7 @@
  * ZeroDivisionError at the next synchronisation. */
 #include <type_traits>
 #include "common.cuh"
-#include "gs_elemmath.h"
+#include "core/gs_elemmath.h"
 
 /* the division rules are shared with the CPU kernels (gs_elemmath.h) */
 #define f_floordiv gs_float_floordiv

@@ -1,6 +1,6 @@
 /* common.cuh: what every kernel file shares: the engine's C headers (with
  * C linkage), the CUDA_CHECK / CUDA_CHECK_LAUNCH / CUBLAS_CHECK macros
- * (defined once in src/cuda_kernels.h so the C side uses the same ones:
+ * (defined once in src/backend/cuda/cuda_kernels.h so the C side uses the same ones:
  * they record file, line and message with gs_error and return a
  * gs_status, never abort), block sizes, CEIL_DIV, and the strided-index
  * descriptor behind every elementwise kernel. */
@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 extern "C" {
-#include "gs_backend.h"
+#include "core/gs_backend.h"
 }
-#include "gs_devflag.h"
-#include "cuda_kernels.h" /* has its own extern "C" */
+#include "core/gs_devflag.h"
+#include "backend/cuda/cuda_kernels.h" /* has its own extern "C" */
 
 #define GS_BLOCK 256                 /* threads per block, elementwise kernels */
 #define GS_WARP 32

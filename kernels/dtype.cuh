@@ -10,8 +10,8 @@
 #define GS_DTYPE_CUH
 
 #include "common.cuh"
-#include "gs_dtype_hd.h"
-#include "gs_elemmath.h"
+#include "core/gs_dtype_hd.h"
+#include "core/gs_elemmath.h"
 
 /* One element as loaded: floats as double (exact for every float type),
  * integers and bool as int64, as gs_dtype_hd.h's gs_ld_<d> give them. */

@@ -3,7 +3,7 @@
  * when broadcast), c [B, M, N] contiguous. Products and sums wrap like the
  * CPU's (unsigned arithmetic). A 16x16 tile of c per block, with tiles of
  * a and b staged through shared memory. Float products go to cuBLAS
- * (src/cuda_blas.c). */
+ * (src/backend/cuda/cuda_blas.c). */
 #include "common.cuh"
 
 #define TILE 16

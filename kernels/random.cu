@@ -1,5 +1,5 @@
 /* random.cu: uniform, normal and integer fills from the shared Philox
- * stream (src/gs_philox.h, compiled here as __host__ __device__ code):
+ * stream (src/core/gs_philox.h, compiled here as __host__ __device__ code):
  * element i of a draw with (seed, offset) depends only on (seed,
  * offset + i), so a seed gives the same numbers as cpu_random.c. Uniform
  * and integer draws are bit-identical; normal draws use the device's
@@ -8,7 +8,7 @@
  * __dadd_rn) because nvcc would otherwise fuse it into one FMA and round
  * differently from the host. */
 #include "common.cuh"
-#include "gs_philox.h"
+#include "core/gs_philox.h"
 
 template <typename T>
 __global__ void uniform_kernel(T *dst, int64_t n, uint64_t seed, uint64_t offset, double a, double b) {

@@ -1,4 +1,4 @@
--- The caching allocator shared by real and simulated GPUs (src/gs_block_pool.c):
+-- The caching allocator shared by real and simulated GPUs (src/core/gs_block_pool.c):
 -- best fit with splitting and merging, as PyTorch's, driven through a small
 -- C program (spec/support/c/pool_probe.c) that gives it malloc'ed segments.
 -- The figures through simulated devices are in device_memory_spec.lua.
@@ -37,7 +37,7 @@ end
 describe("the device caching allocator (gs_block_pool)", function()
   setup(function()
     tmp = sh("mktemp -d"):gsub("%s+$", "")
-    local out, ok = sh("cc -std=gnu11 -Isrc -o " .. tmp .. "/pool_probe spec/support/c/pool_probe.c src/gs_block_pool.c -lpthread")
+    local out, ok = sh("cc -std=gnu11 -Isrc -o " .. tmp .. "/pool_probe spec/support/c/pool_probe.c src/core/gs_block_pool.c -lpthread")
     assert(ok, out)
   end)
   teardown(function() if tmp then os.execute("rm -rf " .. tmp) end end)

@@ -44,18 +44,18 @@ end)
 
 describe("make", function()
   it("tracks each object's headers (-MMD)", function()
-    local deps = read_file(build .. "/obj/gs_tensor.d")
-    assert.truthy(deps:find("src/gs_tensor.h", 1, true), deps)
-    assert.truthy(deps:find("src/gs_common.h", 1, true), deps)
+    local deps = read_file(build .. "/obj/core/gs_tensor.d")
+    assert.truthy(deps:find("src/core/gs_tensor.h", 1, true), deps)
+    assert.truthy(deps:find("src/core/gs_common.h", 1, true), deps)
   end)
 
   it("adds CFLAGS given on the command line after its own flags", function()
     -- (a clean environment: under `make test` the parent make passes its own
     -- variables down, command-line ones such as TSAN=1 through the environment)
     local out, code = run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -B CUDA=0 SANITIZE=0 TSAN=0 " ..
-      "CFLAGS=-DGS_SPEC_EXTRA build/obj/gs_error.o")
+      "CFLAGS=-DGS_SPEC_EXTRA build/obj/core/gs_error.o")
     assert.are.equal(0, code, out)
-    local line = out:match("[^\n]*src/gs_error%.c[^\n]*")
+    local line = out:match("[^\n]*src/core/gs_error%.c[^\n]*")
     assert.truthy(line, out)
     -- (-ffp-contract=off: no fused multiply-adds the source did not ask
     -- for, so the CPU's random numbers keep matching the GPU kernels')

@@ -1,5 +1,5 @@
 -- Copies between different memory orders: a transposed or permuted view
--- made contiguous (src/cpu_copy.c copies these in 8x8 tiles, on the cpu
+-- made contiguous (src/backend/cpu/cpu_copy.c copies these in 8x8 tiles, on the cpu
 -- device and inside the simulated GPUs' kernels). Every element is
 -- checked against its index worked out here: the source is arange(n) % 200
 -- viewed as `shape`, so the element at a multi-index is its row-major

@@ -1,10 +1,10 @@
--- How gshell finds the CUDA libraries it opens at run time (src/gs_dlopen.c):
+-- How gshell finds the CUDA libraries it opens at run time (src/core/gs_dlopen.c):
 -- next to the binary, on the loader's path, and in pip's nvidia wheels under
 -- python3's site-packages; and what torch.cuda.unavailable_reason() says on
 -- a machine with no NVIDIA driver at all (this one).
 --
 -- The loader is driven through a small C program (spec/support/c/
--- dlopen_probe.c) compiled with src/gs_dlopen.c, against fake libraries
+-- dlopen_probe.c) compiled with src/core/gs_dlopen.c, against fake libraries
 -- laid out as the wheels lay out theirs. The fake library depends on a
 -- second one in the same directory, as libcublas depends on libcublasLt.
 local torch = require("torch")
@@ -55,7 +55,7 @@ describe("finding CUDA libraries (gs_dlopen)", function()
     must("cc -shared -fPIC -Wl,-soname,libgsdep.so.1 -o " .. tmp .. "/made/libgsdep.so.1 " .. tmp .. "/dep.c")
     must("cc -shared -fPIC -Wl,-soname,libgsfake.so.1 -o " .. tmp .. "/made/libgsfake.so.1 " .. tmp .. "/fake.c "
       .. tmp .. "/made/libgsdep.so.1")
-    must("cc -std=gnu11 -Isrc -o " .. tmp .. "/bin/probe spec/support/c/dlopen_probe.c src/gs_dlopen.c -ldl")
+    must("cc -std=gnu11 -Isrc -o " .. tmp .. "/bin/probe spec/support/c/dlopen_probe.c src/core/gs_dlopen.c -ldl")
   end)
   teardown(function() if tmp then os.execute("rm -rf " .. tmp) end end)
 

@@ -3,7 +3,7 @@
 -- not stop the host at the op: they are recorded on the device and
 -- reported at the next synchronisation -- a copy to the host (print,
 -- item, tolist, :cpu()) or torch.cuda.synchronize() -- naming the op, and
--- the device stays usable (src/gs_devflag.h). Simulated GPUs follow the
+-- the device stays usable (src/core/gs_devflag.h). Simulated GPUs follow the
 -- same rule as real ones; the CPU reports the same errors at once.
 local torch = require("torch")
 local cuda = torch.cuda

@@ -1,5 +1,5 @@
 -- gc_pacing_spec.lua: the binding tells Lua's collector about tensor memory
--- (src/lua_core.c): a full collection runs once fresh tensor data has grown
+-- (src/bind/lua_core.c): a full collection runs once fresh tensor data has grown
 -- by as much as is live, and "live" counts device memory too. With only
 -- host memory counted, a GPU workload holding gigabytes on its devices ran
 -- a full collection every 64 MB of new tensors.

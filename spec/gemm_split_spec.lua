@@ -1,5 +1,5 @@
 -- gemm_split_spec.lua: matrix products split over a worker set
--- (src/cpu_gemm.c). OpenBLAS runs single-threaded; a product of more than
+-- (src/backend/cpu/cpu_gemm.c). OpenBLAS runs single-threaded; a product of more than
 -- about 2^20 multiply-adds is cut into row or column blocks (a batch into
 -- matrices), one BLAS call per block on the set's threads.
 -- torch._with_workers(n, fn) (test-only) runs fn with a set of n threads

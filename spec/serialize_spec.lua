@@ -6,7 +6,7 @@
 -- safetensors (skipped with a message where it is not installed).
 local torch = require("torch")
 
-if not torch._save then -- luaopen_torch must call gsL_open_serialize (src/lua_serialize.c)
+if not torch._save then -- luaopen_torch must call gsL_open_serialize (src/bind/lua_serialize.c)
   describe("torch.save / torch.load", function()
     it("needs its C part", function()
       pending("torch._save/_load are not registered: luaopen_torch does not call gsL_open_serialize yet")

@@ -1,4 +1,4 @@
--- workers_spec.lua: worker sets (src/gs_parallel.h). Each simulated device
+-- workers_spec.lua: worker sets (src/core/gs_parallel.h). Each simulated device
 -- binds a set of its own on its own thread, so several sets must run jobs
 -- at the same time without disturbing each other. torch._workers_selftest
 -- (test-only, lua_workers.c) starts nsets threads, each bound to a fresh

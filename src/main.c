@@ -14,11 +14,11 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "gs_common.h"
-#include "gs_device.h"
-#include "gs_dist.h"
-#include "lua_gs.h"
-#include "repl.h"
+#include "core/gs_common.h"
+#include "core/gs_device.h"
+#include "dist/gs_dist.h"
+#include "bind/lua_gs.h"
+#include "shell/repl.h"
 
 /* The Jupyter kernel (src/kernel_*.c). Weak: a build without it (the GPU
  * bundle, linked without ZeroMQ) says so instead of failing to link. */

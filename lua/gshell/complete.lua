@@ -93,7 +93,7 @@ function M.members(v)
 end
 
 -- The characters that end the word being completed. The prompt gives them
--- to readline (src/repl.c); the Jupyter kernel cuts its word with them.
+-- to readline (src/shell/repl.c); the Jupyter kernel cuts its word with them.
 M.word_breaks = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]"
 
 -- The word being completed at the end of `text`.

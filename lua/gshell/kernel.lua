@@ -1,4 +1,4 @@
--- gshell.kernel: the session side of `gshell --kernel` (src/kernel_main.c
+-- gshell.kernel: the session side of `gshell --kernel` (src/jupyter/kernel_main.c
 -- speaks the Jupyter protocol and calls these). Everything here is the
 -- prompt's own machinery: the same session (locals, `_`, magics), the same
 -- printer for Out[n], the same completer, help and continuation test.

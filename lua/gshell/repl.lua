@@ -1,4 +1,4 @@
--- gshell.repl: what the C prompt loop (src/repl.c) calls.
+-- gshell.repl: what the C prompt loop (src/shell/repl.c) calls.
 --
 --   repl.start()           creates the session (once) and returns it
 --   repl.feed(text)        runs what was typed so far: "more" when the

@@ -258,7 +258,7 @@ function M.read_input(path)
 end
 
 -- Saves a file the shell writes (--md, --check --update) as torch.save
--- saves one (src/gs_file.h): through symbolic links, never over a device
+-- saves one (src/core/gs_file.h): through symbolic links, never over a device
 -- or FIFO, atomically. Returns true, or nil and the message.
 function M.save_text(path, text)
   return require("torch")._save_text(path, text)
@@ -459,7 +459,7 @@ function Session:call(fn, ...)
   if not r[1] then return false, r[2] end
   return true, table.pack(table.unpack(r, 2, r.n))
 end
--- Ctrl-C escapes every pcall inside a cell and stops here (src/repl_core.c).
+-- Ctrl-C escapes every pcall inside a cell and stops here (src/shell/repl_core.c).
 core.top_level(Session.call)
 
 -- Text for a results pack, or nil when there is nothing to show. Updates

@@ -1,5 +1,5 @@
 -- torch/devices.lua: the Lua half of device handling (the C half is
--- src/lua_device.c). Adds to the torch table:
+-- src/bind/lua_device.c). Adds to the torch table:
 --   torch.with_device(dev, fn, ...)      run fn with a default device
 --   torch.device_scope(dev)              the same as a to-be-closed value:
 --                                          local s <close> = torch.device_scope('cuda:1')

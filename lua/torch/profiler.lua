@@ -2,7 +2,7 @@
 -- and what a profile shows: a table per op (p:table(), tostring(p)), a
 -- Chrome trace (p:export_chrome_trace(path)) and an SVG timeline
 -- (p:export_timeline(path), torch/profiler_svg.lua). All three are views of
--- one list of events recorded by the engine (src/gs_prof.h): kernels and
+-- one list of events recorded by the engine (src/core/gs_prof.h): kernels and
 -- copies on each device stream, CPU ops and waits on the host lane.
 -- docs/profiling.md is the guide.
 local torch = require("torch")

@@ -1,6 +1,6 @@
 -- torch/serialize.lua: torch.save and torch.load in the safetensors format
 -- (docs/files.md), over the C functions torch._save, torch._load and
--- torch._resolve_device (src/lua_serialize.c).
+-- torch._resolve_device (src/bind/lua_serialize.c).
 --
 -- What a file holds besides the tensors, in its "__metadata__":
 --   format = "pt"                         as the reference Python writer

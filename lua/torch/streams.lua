@@ -1,5 +1,5 @@
 -- torch.cuda streams, events, stream scopes and the sync debug mode, over
--- torch._stream (src/lua_stream.c). A stream is a (device, id) pair: id 0 is
+-- torch._stream (src/bind/lua_stream.c). A stream is a (device, id) pair: id 0 is
 -- the device's default stream, 1..32 a pool that torch.cuda.Stream() draws
 -- from in turn, as PyTorch's stream pool does.
 local torch = require("torch")

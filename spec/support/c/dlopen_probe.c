@@ -4,7 +4,7 @@
  * "found LABEL PATH" with the path the loader listed, or "missing MESSAGE". */
 #include <stdio.h>
 #include <string.h>
-#include "gs_dlopen.h"
+#include "core/gs_dlopen.h"
 
 int main(int argc, char **argv) {
   if (argc != 5) {

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gs_block_pool.h"
+#include "core/gs_block_pool.h"
 
 #define MAXN 256
 static struct { char name[64]; char *ptr; size_t n; unsigned char fill; } named[MAXN];

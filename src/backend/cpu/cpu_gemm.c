@@ -1,0 +1,181 @@
+/* cpu_gemm.c: batched matrix products. float32/float64 go to OpenBLAS,
+ * which takes either row-major layout of each operand through its
+ * transpose flag; int64 uses a plain i-k-j loop.
+ * OpenBLAS's own thread count is one setting for the whole process, so it
+ * is set to 1 and the products are split here instead: each matrix of the
+ * batch into row (or column) blocks, each block one single-threaded BLAS
+ * call on a thread of the caller's worker set (gs_parallel.h). A
+ * simulated device's products then use its share of the cores, and two
+ * devices' products run at the same time. */
+#include <cblas.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend/cpu/backend_cpu.h"
+#include "core/gs_parallel.h"
+
+/* How BLAS can read a [rows, cols] matrix with strides (sr, sc): directly
+ * (row-major), transposed, or not at all (then the caller copies). */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc, bool *trans, int64_t *ld) {
+  if (cols == 1 || sc == 1) {
+    if (rows == 1 || sr >= (cols > 1 ? cols : 1)) { *trans = false; *ld = rows == 1 ? (cols > 1 ? cols : 1) : sr; return true; }
+  }
+  if (rows == 1 || sr == 1) {
+    if (cols == 1 || sc >= (rows > 1 ? rows : 1)) { *trans = true; *ld = cols == 1 ? (rows > 1 ? rows : 1) : sc; return true; }
+  }
+  return false;
+}
+
+/* Copies one strided matrix into a dense row-major scratch buffer. */
+static void pack(char *dst, const char *src, int64_t rows, int64_t cols, int64_t sr, int64_t sc, size_t es) {
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) memcpy(dst + (i * cols + j) * es, src + (i * sr + j * sc) * (int64_t)es, es);
+}
+
+/* Multiply-adds per BLAS call in a big product (some 20 to 40 ms on one
+ * core), so Ctrl-C is noticed between calls. Not smaller: each row block
+ * packs all of B again (at 2^30, 2000^3 took 8 blocks and lost to
+ * OpenBLAS's own threads). */
+#define GEMM_PANEL_WORK ((int64_t)1 << 31)
+/* Below this many multiply-adds (about 100^3, some 40 us on one core) a
+ * product runs as one call on the calling thread: waking a sleeping
+ * worker costs tens of microseconds, more than the split would save
+ * (at 64^3 splitting ran at a third of one thread's speed). */
+#define GEMM_SPLIT_WORK ((int64_t)1 << 20)
+/* Blocks start on multiples of this many rows (or columns), the BLAS
+ * kernels' unroll, so no block leaves the kernel a ragged edge it would
+ * not have had anyway. */
+#define GEMM_ALIGN 16
+
+typedef struct {
+  const gs_tensor *a, *b;
+  gs_tensor *c;
+  gs_dtype dt;
+  size_t es;
+  int64_t M, N, K;
+  bool ok_a, ok_b, ta, tb;       /* BLAS reads the operand in place (and how) */
+  int64_t lda, ldb;
+  int64_t parts;                 /* blocks per matrix */
+  bool split_n;                  /* blocks of columns rather than rows */
+  atomic_bool oom;               /* a block's scratch could not be had */
+} gemm_job;
+
+static void blas_call(gs_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                      const void *b, int64_t ldb, void *c, int64_t ldc) {
+  if (dt == GS_FLOAT32)
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
+                (blasint)k, 1.0f, a, (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
+                (blasint)k, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+}
+
+/* Block p of `parts` along a dimension of size d: [*lo, *hi). */
+static void block(int64_t d, int64_t p, int64_t parts, int64_t *lo, int64_t *hi) {
+  *lo = p == 0 ? 0 : (d * p / parts) / GEMM_ALIGN * GEMM_ALIGN;
+  *hi = p + 1 == parts ? d : (d * (p + 1) / parts) / GEMM_ALIGN * GEMM_ALIGN;
+}
+
+/* One block: rows [i0, i1) and columns [n0, n1) of one matrix of c. */
+static void gemm_chunk(int64_t chunk, void *ctx) {
+  gemm_job *j = ctx;
+  int64_t z = chunk / j->parts, p = chunk % j->parts, i0 = 0, i1 = j->M, n0 = 0, n1 = j->N;
+  if (j->split_n) block(j->N, p, j->parts, &n0, &n1);
+  else block(j->M, p, j->parts, &i0, &i1);
+  if (i1 <= i0 || n1 <= n0) return;
+  int64_t m = i1 - i0, n = n1 - n0, K = j->K, es = (int64_t)j->es;
+  const char *az = gs_tensor_ptr(j->a) + z * j->a->stride[0] * es, *bz = gs_tensor_ptr(j->b) + z * j->b->stride[0] * es;
+  char *cz = gs_tensor_ptr(j->c) + ((z * j->M + i0) * j->N + n0) * es;
+  bool ta = j->ta, tb = j->tb;
+  int64_t lda = j->lda, ldb = j->ldb;
+  char *scratch_a = NULL, *scratch_b = NULL;
+  const char *ap, *bp;
+  /* an operand BLAS cannot read is copied, only the part this block reads */
+  if (j->ok_a) ap = az + i0 * (ta ? 1 : lda) * es; /* row i0: i0 rows down, or i0 columns across */
+  else {
+    scratch_a = malloc((size_t)(m * K * es));
+    if (!scratch_a) { atomic_store(&j->oom, true); return; }
+    pack(scratch_a, az + i0 * j->a->stride[1] * es, m, K, j->a->stride[1], j->a->stride[2], j->es);
+    ap = scratch_a; ta = false; lda = K;
+  }
+  if (j->ok_b) bp = bz + n0 * (tb ? ldb : 1) * es;
+  else {
+    scratch_b = malloc((size_t)(K * n * es));
+    if (!scratch_b) { free(scratch_a); atomic_store(&j->oom, true); return; }
+    pack(scratch_b, bz + n0 * j->b->stride[2] * es, K, n, j->b->stride[1], j->b->stride[2], j->es);
+    bp = scratch_b; tb = false; ldb = n;
+  }
+  blas_call(j->dt, ta, tb, m, n, K, ap, lda, bp, ldb, cz, j->N);
+  free(scratch_a);
+  free(scratch_b);
+}
+
+static void blas_single_threaded(void) { openblas_set_num_threads(1); }
+
+static int64_t gcd64(int64_t x, int64_t y) {
+  while (y) { int64_t t = x % y; x = y; y = t; }
+  return x;
+}
+
+static gs_status gemm_int64(gs_tensor *c, const gs_tensor *a, const gs_tensor *b, bool poll) {
+  int64_t B = c->shape[0], M = c->shape[1], N = c->shape[2], K = a->shape[2];
+  const int64_t *ap = (const int64_t *)gs_tensor_ptr(a), *bp = (const int64_t *)gs_tensor_ptr(b);
+  for (int64_t z = 0; z < B; z++) {
+    int64_t *cz = (int64_t *)gs_tensor_ptr(c) + z * M * N;
+    memset(cz, 0, sizeof(int64_t) * (size_t)(M * N));
+    for (int64_t i = 0; i < M; i++) {
+      if (poll && gs_interrupted) return gs_interrupted_error();
+      for (int64_t k = 0; k < K; k++) {
+        uint64_t av = (uint64_t)ap[z * a->stride[0] + i * a->stride[1] + k * a->stride[2]];
+        const int64_t *brow = bp + z * b->stride[0] + k * b->stride[1];
+        for (int64_t j = 0; j < N; j++) cz[i * N + j] = (int64_t)((uint64_t)cz[i * N + j] + av * (uint64_t)brow[j * b->stride[2]]);
+      }
+    }
+  }
+  return GS_OK;
+}
+
+gs_status gs_cpu_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
+  static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+  int64_t B = c->shape[0], M = c->shape[1], N = c->shape[2], K = a->shape[2];
+  size_t es = gs_dtype_size(c->dtype);
+  if (M == 0 || N == 0 || B == 0) return GS_OK;
+  if (K == 0) { memset(gs_tensor_ptr(c), 0, (size_t)(B * M * N) * es); return GS_OK; }
+  double work = (double)B * (double)M * (double)N * (double)K;
+  /* a big product polls Ctrl-C per block (per row for int64); a small one
+   * never does */
+  bool poll = work >= (double)GS_PARALLEL_BLOCK && gs_interruptible();
+  if (c->dtype == GS_INT64) return gemm_int64(c, a, b, poll);
+  pthread_once(&blas_once, blas_single_threaded);
+  gemm_job j = {.a = a, .b = b, .c = c, .dt = c->dtype, .es = es, .M = M, .N = N, .K = K, .parts = 1};
+  atomic_init(&j.oom, false);
+  j.ok_a = blas_layout(M, K, a->stride[1], a->stride[2], &j.ta, &j.lda);
+  j.ok_b = blas_layout(K, N, b->stride[1], b->stride[2], &j.tb, &j.ldb);
+  int64_t T = gs_num_threads(), per = M * N * K;
+  /* blocks along the longer side of c, at least GEMM_ALIGN wide */
+  j.split_n = N > M;
+  int64_t side = j.split_n ? N : M, most = side / GEMM_ALIGN > 0 ? side / GEMM_ALIGN : 1;
+  if (T > 1 && work >= (double)GEMM_SPLIT_WORK) {
+    /* enough blocks that every thread gets the same number: a batch
+     * smaller than the set, or not a multiple of it, is split further */
+    if (B < 4 * T) j.parts = T / gcd64(B, T);
+    /* a single small matrix is not worth splitting past what it fills */
+    while (j.parts > 1 && per / j.parts < GEMM_SPLIT_WORK / 2) j.parts--;
+  }
+  /* big matrices in blocks of about GEMM_PANEL_WORK, so Ctrl-C is noticed
+   * between calls; a multiple of the set's size keeps the threads even */
+  if (poll && per >= 2 * GEMM_PANEL_WORK) {
+    int64_t want = per / GEMM_PANEL_WORK;
+    want = (want + T - 1) / T * T;
+    if (want > j.parts) j.parts = want;
+  }
+  if (j.parts > most) j.parts = most;
+  gs_status s = GS_OK;
+  /* a product too small to poll or to share runs here, block by block */
+  if (!poll && (T == 1 || work < (double)GEMM_SPLIT_WORK))
+    for (int64_t chunk = 0; chunk < B * j.parts; chunk++) gemm_chunk(chunk, &j);
+  else s = gs_parallel_run(B * j.parts, gemm_chunk, &j);
+  if (s == GS_OK && atomic_load(&j.oom)) s = gs_error_code(GS_ERR_OOM, "out of host memory in matmul");
+  return s;
+}

@@ -1,0 +1,98 @@
+/* lua_torch.c: luaopen_torch, the module's entry point for gshell and for
+ * stock lua5.4 (require "torch"). Builds the C part of the table, makes
+ * the embedded Lua library loadable with require, then runs
+ * lua/torch/init.lua to finish the module. */
+#include <stdlib.h>
+#include <string.h>
+#include "bind/lua_embedded.h"
+#include "bind/lua_gs.h"
+
+static lua_State *main_state;
+
+/* Before reporting out of memory, collect garbage tensors: the collector
+ * cannot see how much memory they hold. */
+static void collect_on_oom(void) {
+  if (main_state) lua_gc(main_state, LUA_GCCOLLECT);
+}
+
+/* package.searchers entry over the module array in upvalue 1. */
+static int embedded_searcher(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  const gs_embedded_module *mods = lua_touserdata(L, lua_upvalueindex(1));
+  /* "torch" itself is the C module; its Lua half is run by luaopen_torch */
+  if (strcmp(name, "torch") == 0) { lua_pushliteral(L, "torch is the C module"); return 1; }
+  for (const gs_embedded_module *m = mods; m->name; m++) {
+    if (strcmp(m->name, name) != 0) continue;
+    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK)
+      return luaL_error(L, "error loading embedded module '%s':\n\t%s", name, lua_tostring(L, -1));
+    lua_pushstring(L, m->chunkname + 1);
+    return 2;
+  }
+  lua_pushfstring(L, "no embedded module '%s'", name);
+  return 1;
+}
+
+void gsL_push_embedded_searcher(lua_State *L, const gs_embedded_module *mods) {
+  lua_pushlightuserdata(L, (void *)mods);
+  lua_pushcclosure(L, embedded_searcher, 1);
+}
+
+static void install_searcher(lua_State *L) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "searchers");
+  lua_Integer n = luaL_len(L, -1);
+  for (lua_Integer i = n; i >= 2; i--) { lua_geti(L, -1, i); lua_seti(L, -2, i + 1); }
+  gsL_push_embedded_searcher(L, gs_torch_modules);
+  lua_seti(L, -2, 2); /* right after preload */
+  lua_pop(L, 2);
+}
+
+int luaopen_torch(lua_State *L) {
+  static bool devices_ready = false;
+  if (!devices_ready) {
+    int sims;
+    size_t mem;
+    if (gs_sim_env(&sims, &mem) != GS_OK) return luaL_error(L, "torch: %s", gs_last_error());
+    gs_devices_init(sims, mem);
+    devices_ready = true;
+  }
+  lua_State *main_L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  main_L = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  main_state = main_L;
+  gs_oom_hook = collect_on_oom;
+  gsL_install_allocator(L);
+
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "gshell.torch");
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  lua_pushvalue(L, -3);
+  lua_setfield(L, -2, "torch"); /* so init.lua's requires can reach it */
+  lua_pop(L, 2);
+  gsL_open_core(L);
+  gsL_open_tensor(L);
+  gsL_open_factory(L);
+  gsL_open_device(L);
+  gsL_open_options(L);
+  gsL_open_serialize(L);
+  gsL_open_autograd(L);
+  gsL_open_dist(L);
+  gsL_open_interrupt(L);
+  gsL_open_workers(L);
+  gsL_open_stream(L);
+  gsL_open_prof(L);
+  lua_pushliteral(L, GS_VERSION);
+  lua_setfield(L, -2, "__version__");
+  install_searcher(L);
+  /* lua/torch/init.lua receives the table and completes it */
+  for (const gs_embedded_module *m = gs_torch_modules; m->name; m++) {
+    if (strcmp(m->name, "torch") != 0) continue;
+    if (luaL_loadbuffer(L, m->source, m->len, m->chunkname) != LUA_OK) return lua_error(L);
+    lua_pushvalue(L, -2);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) return lua_error(L);
+  }
+  return 1;
+}
