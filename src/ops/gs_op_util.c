@@ -19,16 +19,6 @@ void gs_log_op(const char *op, const gs_tensor *t) {
 }
 
 /* PyTorch's short type names, used in its error messages. */
-#define NAME_U(ID, name, ...) [GS_U_##ID] = #name,
-#define NAME_B(ID, name, ...) [GS_B_##ID] = #name,
-#define NAME_R(ID, name, ...) [GS_R_##ID] = #name,
-static const char *const unary_names[GS_U_COUNT] = {GS_UNARY_OPS(NAME_U)};
-static const char *const binary_names[GS_B_COUNT] = {GS_BINARY_OPS(NAME_B)};
-static const char *const reduce_names[GS_R_COUNT] = {GS_REDUCE_OPS(NAME_R)};
-const char *gs_unary_name(gs_unary_op op) { return unary_names[op]; }
-const char *gs_binary_name(gs_binary_op op) { return binary_names[op]; }
-const char *gs_reduce_name(gs_reduce_op op) { return reduce_names[op]; }
-
 const char *gs_dtype_torch_name(gs_dtype t) {
   static const char *n[GS_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long",
                                       "Int", "Short", "Char", "Byte", "Bool"};
@@ -188,7 +178,7 @@ static gs_status copy_across(gs_tensor *dst, const gs_tensor *src, bool non_bloc
      * where the host reads: errors its kernels found surface there) */
     const gs_backend *sb = gs_device_backend(sd), *db = gs_device_backend(dd);
     const gs_backend *q = sb->copy_queued ? sb : db->copy_queued ? db : NULL;
-    GS_TRY(q ? q->copy_queued(dst, src, non_blocking) : gs_backend_cpu.copy(dst, src));
+    GS_TRY(q ? q->copy_queued(dst, src, non_blocking) : gs_device_backend(gs_cpu())->copy(dst, src));
     count(c, bytes);
     return GS_OK;
   }

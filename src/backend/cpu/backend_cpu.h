@@ -5,6 +5,8 @@
 #include "core/gs_backend.h"
 #include "core/gs_devflag.h"
 
+extern const gs_backend gs_backend_cpu;
+
 gs_status gs_cpu_copy(gs_tensor *dst, const gs_tensor *src);
 gs_status gs_cpu_fill(gs_tensor *dst, gs_scalar value);
 gs_status gs_cpu_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args);

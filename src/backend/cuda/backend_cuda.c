@@ -397,6 +397,7 @@ static gs_status cuda_properties(int index, gs_device_props *out) {
 
 const gs_backend gs_backend_cuda = {
   .name = "cuda",
+  .device_count = gs_cuda_real_device_count, .unavailable_reason = gs_cuda_unavailable_reason,
   .properties = cuda_properties, /* no utilization: gshell does not link NVML */
   .alloc = cuda_alloc, .alloc_failure = cuda_alloc_failure,
   .free = cuda_free,
