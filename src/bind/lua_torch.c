@@ -48,6 +48,11 @@ static void install_searcher(lua_State *L) {
   lua_pop(L, 2);
 }
 
+/* Test-only bindings (torch._workers_selftest, torch._with_workers), in
+ * spec/support/c/lua_workers.c: linked into the specs' own torch.so
+ * (build/spec/torch.so), absent from the product, where this is NULL. */
+void gsL_open_workers(lua_State *L) __attribute__((weak));
+
 int luaopen_torch(lua_State *L) {
   static bool devices_ready = false;
   if (!devices_ready) {
@@ -89,7 +94,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_autograd(L);
   gsL_open_dist(L);
   gsL_open_interrupt(L);
-  gsL_open_workers(L);
+  if (gsL_open_workers) gsL_open_workers(L);
   gsL_open_stream(L);
   gsL_open_prof(L);
   lua_pushliteral(L, GS_VERSION);

@@ -12,6 +12,7 @@
 #ifndef GS_BACKEND_H
 #define GS_BACKEND_H
 
+#include "core/gs_collectives.h"
 #include "core/gs_op_list.h"
 #include "core/gs_tensor.h"
 
@@ -144,6 +145,9 @@ typedef struct gs_backend {
   /* every element of idx (int64, 1-d, any stride) is in [0, size), or the
    * error `code` (a gs_devflag_code naming the op) is reported, as above */
   gs_status (*check_index)(const gs_tensor *idx, int64_t size, int code);
+
+  /* optional: the backend's own collective library (gs_collectives.h) */
+  const gs_collectives *collectives;
 } gs_backend;
 
 

@@ -12,6 +12,7 @@
 static const gs_backend *registered[GS_BACKEND_KINDS];
 
 void gs_backend_register(gs_backend_kind kind, const gs_backend *be) { registered[kind] = be; }
+const gs_backend *gs_backend_of_kind(gs_backend_kind kind) { return registered[kind]; }
 
 static int sim_count = 0;
 static size_t sim_cap = 0;

@@ -134,19 +134,7 @@ gs_status gs_cast(const gs_tensor *x, gs_dtype dt, gs_tensor **out) {
 
 static void count(gs_transfer_count *c, uint64_t bytes) { c->count++; c->bytes += bytes; }
 
-/* Copies between two different devices. Host memories (the cpu and
- * simulated GPUs: the backend's host_memory flag) copy element by element
- * directly. Otherwise raw bytes move with the backends' memcpy slots from
- * a contiguous source (the source itself when it is contiguous) straight
- * into the destination when it is contiguous with the source's dtype;
- * only a dtype change or a strided destination goes through a staging
- * tensor on the destination's device, then the device's copy kernel.
- * Every such copy counts as exactly one transfer (torch.cuda.transfers()):
- * h2d when the source is the cpu, d2h when the destination is, d2d
- * between two GPUs (even when it bounces through the host), with the
- * bytes of the source elements moved. Printing, item() and tolist() of a
- * GPU tensor are one d2h each (gs_to_host_contiguous); a copy within one
- * device is no transfer. */
+/* A copy within one device: the device's copy kernel, no transfer. */
 static gs_status copy_same_device(gs_tensor *dst, const gs_tensor *src) {
   const gs_backend *be;
   GS_DISPATCH(be, dst, copy, "copy_");
@@ -169,6 +157,19 @@ static gs_status move_bytes(gs_device dd, void *to, gs_device sd, const void *fr
   return st;
 }
 
+/* Copies between two different devices. Host memories (the cpu and
+ * simulated GPUs: the backend's host_memory flag) copy element by element
+ * directly. Otherwise raw bytes move with the backends' memcpy slots from
+ * a contiguous source (the source itself when it is contiguous) straight
+ * into the destination when it is contiguous with the source's dtype;
+ * only a dtype change or a strided destination goes through a staging
+ * tensor on the destination's device, then the device's copy kernel.
+ * Every such copy counts as exactly one transfer (torch.cuda.transfers()):
+ * h2d when the source is the cpu, d2h when the destination is, d2d
+ * between two GPUs (even when it bounces through the host), with the
+ * bytes of the source elements moved. Printing, item() and tolist() of a
+ * GPU tensor are one d2h each (gs_to_host_contiguous); a copy within one
+ * device is no transfer. */
 static gs_status copy_across(gs_tensor *dst, const gs_tensor *src, bool non_blocking) {
   gs_device dd = gs_tensor_device(dst), sd = gs_tensor_device(src);
   uint64_t bytes = (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype);
