@@ -95,7 +95,9 @@ static int e_record(lua_State *L) {
 }
 static int e_query(lua_State *L) {
   event_ud *u = check_event(L, 1);
-  lua_pushboolean(L, u->host_recorded || gs_event_query(u->e));
+  bool done = true;
+  if (!u->host_recorded) gsL_check(L, gs_event_query(u->e, &done));
+  lua_pushboolean(L, done);
   return 1;
 }
 static int e_sync(lua_State *L) {

@@ -16,11 +16,11 @@
 typedef struct {
   pthread_mutex_t lock;
   pthread_cond_t wake, done;
-  gs_task *head, *tail, *spare;  /* queue; recycled tasks */
+  gs_task *head, *tail;          /* queue */
   gs_task *finished;             /* ran, still holding a host buffer (released on the host) */
   uint64_t enqueued;             /* seq of the last task queued (host only) */
   _Atomic uint64_t completed;    /* seq of the last task finished */
-  uint64_t cancel_upto;          /* tasks up to this seq are dropped, not run */
+  uint64_t cancel_upto;          /* tasks up to this seq are dropped, not run (only at exit) */
   _Atomic int pending;           /* tasks queued or running (read without the lock by spinners) */
   int waiters;
   bool sleeping, started, stop;
@@ -32,6 +32,12 @@ typedef struct {
   stream s[GS_QUEUE_STREAMS];
   int current, next_pool;
   gs_devflag flag;
+  /* Recycled tasks, one list per device: a task is taken on the host for
+   * any of the device's streams and given back by whichever stream ran it
+   * (a list per stream leaked every task submitted to a stream other than
+   * the current one). Taken after a stream's lock, never before. */
+  pthread_mutex_t spare_lock;
+  gs_task *spare;
   pthread_mutex_t err_lock;
   char err[512];                  /* a kernel that failed: its message, until reported */
   _Atomic uint64_t busy_ns, kernels;
@@ -42,6 +48,7 @@ struct gs_event {
   bool timing, recorded;
   int dev, stream;
   uint64_t seq;
+  uint64_t config;                /* the configuration it was recorded in (config_gen) */
   _Atomic uint64_t stamp_ns;      /* when the marker ran (0: not yet, or dropped) */
   _Atomic uint64_t generation;    /* bumped by each record: only its own marker stamps */
 };
@@ -49,6 +56,9 @@ struct gs_event {
 static device devs[GS_QUEUE_MAX_DEVICES];
 static int ndevs, cores_each = 1;
 static int sync_mode;
+/* Bumped by each gs_queue_configure: an event recorded before names a
+ * stream whose sequence numbers started again, so it is refused. */
+static uint64_t config_gen;
 _Thread_local const char *gs_sync_warning;
 
 static uint64_t now_ns(void) { return gs_prof_now_ns(); }
@@ -101,6 +111,14 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
  * before sleeping, so a loop of small ops does not pay a wake-up each. */
 #define SPIN_ROUNDS 2000
 
+static void give_back(int dev, gs_task *t) {
+  device *d = &devs[dev];
+  pthread_mutex_lock(&d->spare_lock);
+  t->next = d->spare;
+  d->spare = t;
+  pthread_mutex_unlock(&d->spare_lock);
+}
+
 static void *worker(void *arg) {
   stream *s = arg;
   gs_interrupt_hold = 1; /* a kernel always runs to its end (drops happen between tasks) */
@@ -135,7 +153,7 @@ static void *worker(void *arg) {
     if (t->event && atomic_fetch_sub(&t->event->refs, 1) == 1) free(t->event);
     t->event = NULL;
     if (t->keep) { t->next = __atomic_load_n(&s->finished, __ATOMIC_RELAXED); __atomic_store_n(&s->finished, t, __ATOMIC_RELEASE); }
-    else { t->next = s->spare; s->spare = t; }
+    else give_back(s->dev, t);
     if (s->waiters) pthread_cond_broadcast(&s->done);
   }
   pthread_mutex_unlock(&s->lock);
@@ -157,19 +175,26 @@ static void stop_stream(stream *s) {
     pthread_join(s->thread, NULL);
   }
   reap(s);
-  for (gs_task *t = s->spare, *nx; t; t = nx) {
-    nx = t->next;
-    free(t);
-  }
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->wake);
   pthread_cond_destroy(&s->done);
 }
 
-/* At exit the queued work finishes first: a worker still inside a kernel
- * while the C library and OpenBLAS tear themselves down would crash
- * (registered after OpenBLAS loaded, so it runs before its destructor). */
+/* At exit the running kernels finish first: a worker still inside a
+ * kernel while the C library and OpenBLAS tear themselves down would crash
+ * (registered after OpenBLAS loaded, so it runs before its destructor).
+ * The tasks that have not started are dropped: nothing can read their
+ * results any more (a script stopped by Ctrl-C ends at once, not after
+ * the rest of its queue). */
 static void drain_at_exit(void) {
+  for (int i = 0; i < ndevs; i++)
+    for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
+      stream *s = stream_of(i, k);
+      if (!s->started) continue;
+      pthread_mutex_lock(&s->lock);
+      s->cancel_upto = s->enqueued;
+      pthread_mutex_unlock(&s->lock);
+    }
   for (int i = 0; i < ndevs; i++) gs_queue_drain_device(i);
 }
 
@@ -181,11 +206,18 @@ void gs_queue_configure(int n, int cores) {
       gs_queue_drain_device(i);
       gs_queue_collect(i);
       for (int k = 0; k < GS_QUEUE_STREAMS; k++) stop_stream(&devs[i].s[k]);
+      for (gs_task *t = devs[i].spare, *nx; t; t = nx) {
+        nx = t->next;
+        free(t);
+      }
+      pthread_mutex_destroy(&devs[i].spare_lock);
       pthread_mutex_destroy(&devs[i].err_lock);
     }
   memset(devs, 0, sizeof devs);
+  config_gen++;
   for (int i = 0; i < GS_QUEUE_MAX_DEVICES; i++) {
     pthread_mutex_init(&devs[i].err_lock, NULL);
+    pthread_mutex_init(&devs[i].spare_lock, NULL);
     for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
       stream *s = &devs[i].s[k];
       pthread_mutex_init(&s->lock, NULL);
@@ -231,20 +263,17 @@ static void reap(stream *s) {
     gs_task *nx = f->next;
     gs_buffer_release(f->keep);
     f->keep = NULL;
-    pthread_mutex_lock(&s->lock);
-    f->next = s->spare;
-    s->spare = f;
-    pthread_mutex_unlock(&s->lock);
+    give_back(s->dev, f);
     f = nx;
   }
 }
 
 gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
-  stream *s = stream_of(dev, devs[dev].current);
-  pthread_mutex_lock(&s->lock);
-  gs_task *t = s->spare;
-  if (t) s->spare = t->next;
-  pthread_mutex_unlock(&s->lock);
+  device *d = &devs[dev];
+  pthread_mutex_lock(&d->spare_lock);
+  gs_task *t = d->spare;
+  if (t) d->spare = t->next;
+  pthread_mutex_unlock(&d->spare_lock);
   if (!t && !(t = malloc(sizeof *t))) { gs_error_code(GS_ERR_OOM, "out of host memory queuing %s", name); return NULL; }
   t->next = NULL;
   t->dev = dev;
@@ -287,22 +316,10 @@ static void note_use(gs_buffer *b, int dev, int id, uint64_t seq) {
  * (an in-place write), because that op has queued nothing yet */
 static bool need_interrupt(bool any_op) { return gs_interrupted && (any_op || gs_interruptible()); }
 
-/* Drops every queued task that has not started, on every device, and
- * waits for the running ones: Ctrl-C during a wait. */
-static void cancel_all(void) {
-  for (int i = 0; i < ndevs; i++)
-    for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
-      stream *s = stream_of(i, k);
-      if (!s->started) continue;
-      pthread_mutex_lock(&s->lock);
-      s->cancel_upto = s->enqueued;
-      pthread_mutex_unlock(&s->lock);
-    }
-  for (int i = 0; i < ndevs; i++) gs_queue_drain_device(i);
-}
-
-/* Waits until stream s completed seq; Ctrl-C drops queued work and
- * returns the interrupt. Polls the flag every 20 ms while blocked. */
+/* Waits until stream s completed seq; Ctrl-C stops the wait (the host's,
+ * as in CUDA), never the device: the work queued so far runs on, so every
+ * tensor it fills holds its right value once it is read (that read waits
+ * for it). Polls the flag every 20 ms while blocked. */
 static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
   if (completed_of(s) >= seq) return GS_OK;
   uint64_t t0 = gs_prof_on() ? now_ns() : 0;
@@ -319,10 +336,7 @@ static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
   }
   s->waiters--;
   pthread_mutex_unlock(&s->lock);
-  if (stopped) {
-    cancel_all();
-    return gs_interrupted_error();
-  }
+  if (stopped) return gs_interrupted_error();
   if (t0) {
     /* on the host's lane, naming the device and stream waited for */
     gs_prof_event e = {"wait", GS_PROF_SYNC, GS_CUDA, s->dev, s->id, t0, now_ns(), 0, 0};
@@ -337,11 +351,11 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   stream *s = stream_of(t->dev, id);
   reap(s);
   /* a full queue: wait for room, as a CUDA launch blocks on a full queue.
-   * Ctrl-C stops this wait also inside an in-place op: its write is not
-   * queued yet, and what an op queued before it is dropped whole or runs
-   * whole (cancel_all), so the caller's tensor is as before or as after. */
+   * Ctrl-C stops this wait also inside an in-place op that has queued
+   * nothing yet (the caller's tensor stays as before); one that queued
+   * part of its work waits and queues the rest (as after). */
   if (s->pending >= GS_QUEUE_DEPTH) {
-    gs_status st = host_wait_stream_ex(s, s->enqueued - GS_QUEUE_DEPTH / 2, true);
+    gs_status st = host_wait_stream_ex(s, s->enqueued - GS_QUEUE_DEPTH / 2, gs_hold_queued == 0);
     if (st != GS_OK) {
       if (t->keep) gs_buffer_release(t->keep);
       free(t);
@@ -373,6 +387,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   s->pending++;
   if (s->sleeping) pthread_cond_signal(&s->wake);
   pthread_mutex_unlock(&s->lock);
+  if (!gs_interruptible()) gs_hold_queued++;
   if (seqp) *seqp = seq;
   return GS_OK;
 }
@@ -568,7 +583,16 @@ gs_status gs_event_record(gs_event *e, int dev, int id) {
   e->dev = dev;
   e->stream = id;
   e->seq = seq;
+  e->config = config_gen;
   return GS_OK;
+}
+
+/* An event recorded before torch._sim_configure replaced the devices names
+ * a stream that no longer exists: refused rather than waited for forever. */
+static gs_status check_config(const gs_event *e, const char *what) {
+  if (!e->recorded || e->config == config_gen) return GS_OK;
+  return gs_error("%s: this event was recorded on simulated GPUs that have been reconfigured since "
+                  "(torch._sim_configure); record it again", what);
 }
 
 bool gs_event_recorded(const gs_event *e, int *dev) {
@@ -576,12 +600,19 @@ bool gs_event_recorded(const gs_event *e, int *dev) {
   return e->recorded;
 }
 
-bool gs_event_query(gs_event *e) {
+static bool event_done(const gs_event *e) {
   return !e->recorded || completed_of(stream_of(e->dev, e->stream)) >= e->seq;
+}
+
+gs_status gs_event_query(gs_event *e, bool *done) {
+  GS_TRY(check_config(e, "Event.query"));
+  *done = event_done(e);
+  return GS_OK;
 }
 
 gs_status gs_event_synchronize(gs_event *e) {
   if (!e->recorded) return GS_OK;
+  GS_TRY(check_config(e, "Event.synchronize"));
   GS_TRY(gs_sync_note("Event.synchronize"));
   GS_TRY(host_wait_stream(stream_of(e->dev, e->stream), e->seq));
   return take_errors(e->dev);
@@ -592,18 +623,21 @@ gs_status gs_event_elapsed(gs_event *a, gs_event *b, double *ms) {
     return gs_error("elapsed_time: both events must be created with {enable_timing = true}");
   if (!a->recorded || !b->recorded)
     return gs_error("elapsed_time: both events must be recorded before calculating elapsed time");
-  if (!gs_event_query(a) || !gs_event_query(b))
+  GS_TRY(check_config(a, "elapsed_time"));
+  GS_TRY(check_config(b, "elapsed_time"));
+  if (!event_done(a) || !event_done(b))
     return gs_error("elapsed_time: both events must have completed (call e:synchronize() or "
                     "torch.cuda.synchronize() first)");
   uint64_t ta = atomic_load_explicit(&a->stamp_ns, memory_order_acquire);
   uint64_t tb = atomic_load_explicit(&b->stamp_ns, memory_order_acquire);
-  if (!ta || !tb) return gs_error("elapsed_time: an event's work was dropped by an interrupt; record it again");
+  if (!ta || !tb) return gs_error("elapsed_time: an event's marker never ran; record it again");
   *ms = ((double)tb - (double)ta) / 1e6;
   return GS_OK;
 }
 
 gs_status gs_queue_wait_event(int dev, int id, gs_event *e) {
   if (!e->recorded) return GS_OK; /* as CUDA: waiting for an unrecorded event is a no-op */
+  GS_TRY(check_config(e, "Stream.wait_event"));
   if (completed_of(stream_of(e->dev, e->stream)) >= e->seq) return GS_OK;
   gs_task *t = gs_task_new(dev, "wait_event", NULL);
   if (!t) return GS_ERR_OOM;
