@@ -28,6 +28,13 @@ typedef struct {
   int dev, id;
 } stream;
 
+/* A mark of failed work: the buffer (by qid) and the error's message. */
+/* A mark of failed work: the buffer (by qid) and the error's message;
+ * taint_only: the buffer is good (a checked index) but what is computed
+ * from it is not, so only tasks reading it pass the mark on. */
+typedef struct { uint64_t qid; bool taint_only; int origin; char msg[448]; } mark;
+#define MAX_MARKS 1024 /* per device; beyond, the oldest mark is forgotten */
+
 typedef struct {
   stream s[GS_QUEUE_STREAMS];
   int current, next_pool;
@@ -40,6 +47,9 @@ typedef struct {
   gs_task *spare;
   pthread_mutex_t err_lock;
   char err[512];                  /* a kernel that failed: its message, until reported */
+  pthread_mutex_t mark_lock;      /* marks of failed work (see "marks" below) */
+  mark *marks;
+  int nmarks, capmarks;
   _Atomic uint64_t busy_ns, kernels;
 } device;
 
@@ -55,6 +65,8 @@ struct gs_event {
 
 static device devs[GS_QUEUE_MAX_DEVICES];
 static int ndevs, cores_each = 1;
+static _Atomic int any_marks;     /* some device has a mark: workers look inputs up */
+static _Atomic uint64_t next_qid;
 static int sync_mode;
 /* Bumped by each gs_queue_configure: an event recorded before names a
  * stream whose sequence numbers started again, so it is refused. */
@@ -65,6 +77,80 @@ static uint64_t now_ns(void) { return gs_prof_now_ns(); }
 
 static stream *stream_of(int dev, int id) { return &devs[dev].s[id]; }
 static uint64_t completed_of(stream *s) { return atomic_load_explicit(&s->completed, memory_order_acquire); }
+
+/* ---- marks of failed work ----
+ * A task that fails, or finds an error in its data (its device's record
+ * counted a raise while it ran), marks the buffer it wrote (x[0]) with the
+ * error's message; a task that reads a marked buffer marks what it writes
+ * with the same message. The device error itself is reported once, at the
+ * first wait (gs_devflag.h); a host read of a marked buffer fails every
+ * time after that, as every read fails after a sticky CUDA error, so the
+ * undefined values are never shown as if they were good. Marks name
+ * buffers by qid, which is never reused. */
+
+static bool find_mark(int dev, uint64_t qid, bool taint, char *msg, size_t len, int *origin) {
+  if (!qid || !atomic_load_explicit(&any_marks, memory_order_acquire)) return false;
+  device *d = &devs[dev];
+  bool found = false;
+  pthread_mutex_lock(&d->mark_lock);
+  for (int i = d->nmarks - 1; i >= 0 && !found; i--)
+    if (d->marks[i].qid == qid && (taint || !d->marks[i].taint_only)) {
+      if (msg) snprintf(msg, len, "%s", d->marks[i].msg);
+      if (origin) *origin = d->marks[i].origin;
+      found = true;
+    }
+  pthread_mutex_unlock(&d->mark_lock);
+  return found;
+}
+
+static void add_mark(int dev, uint64_t qid, bool taint_only, int origin, const char *msg) {
+  device *d = &devs[dev];
+  pthread_mutex_lock(&d->mark_lock);
+  if (d->nmarks == MAX_MARKS) {
+    memmove(d->marks, d->marks + 1, (size_t)(MAX_MARKS - 1) * sizeof *d->marks);
+    d->nmarks--;
+  }
+  if (d->nmarks == d->capmarks) {
+    int cap = d->capmarks ? d->capmarks * 2 : 8;
+    mark *m = realloc(d->marks, (size_t)cap * sizeof *m);
+    if (m) { d->marks = m; d->capmarks = cap; }
+  }
+  if (d->nmarks < d->capmarks) {
+    d->marks[d->nmarks].qid = qid;
+    d->marks[d->nmarks].taint_only = taint_only;
+    d->marks[d->nmarks].origin = origin;
+    snprintf(d->marks[d->nmarks].msg, sizeof d->marks[d->nmarks].msg, "%s", msg);
+    d->nmarks++;
+    atomic_store_explicit(&any_marks, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&d->mark_lock);
+}
+
+/* After a task ran: the mark its written buffer gets, if any. */
+static void mark_output(int dev, const gs_task *t, gs_status st, uint32_t raised0) {
+  if (t->ntensors == 0 || !t->b[0].qid) return;
+  device *d = &devs[dev];
+  char msg[448];
+  int origin = dev;
+  if (st != GS_OK) {
+    snprintf(msg, sizeof msg, "an op queued earlier on cuda:%d failed: %s: %s", dev, t->name, gs_last_error());
+  } else if (__atomic_load_n(&d->flag.raised, __ATOMIC_ACQUIRE) != raised0) {
+    char name[32];
+    snprintf(name, sizeof name, "cuda:%d", dev);
+    gs_devflag_message(&d->flag, name, msg, sizeof msg);
+    char *why = strstr(msg, " (the op was queued earlier");
+    if (why) *why = 0; /* said when the error itself was reported */
+  } else {
+    bool found = false;
+    for (int k = 1; k < t->ntensors && !found; k++) {
+      const gs_buffer *b = &t->b[k];
+      if (b->device.type == GS_CUDA && b->device.index >= 0 && b->device.index < ndevs)
+        found = find_mark(b->device.index, b->qid, true, msg, sizeof msg, &origin);
+    }
+    if (!found) return;
+  }
+  add_mark(dev, t->b[0].qid, t->check_only, origin, msg);
+}
 
 /* ---- the worker ---- */
 
@@ -95,10 +181,12 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
     return;
   }
   if (dropped || !t->run) return;
+  uint32_t raised0 = __atomic_load_n(&d->flag.raised, __ATOMIC_ACQUIRE);
   uint64_t t0 = now_ns();
   gs_status st = t->run(t);
   uint64_t t1 = now_ns();
   if (st != GS_OK) record_failure(d, t);
+  mark_output(s->dev, t, st, raised0);
   atomic_fetch_add_explicit(&d->busy_ns, t1 - t0, memory_order_relaxed);
   atomic_fetch_add_explicit(&d->kernels, 1, memory_order_relaxed);
   if (gs_prof_on()) {
@@ -212,12 +300,16 @@ void gs_queue_configure(int n, int cores) {
       }
       pthread_mutex_destroy(&devs[i].spare_lock);
       pthread_mutex_destroy(&devs[i].err_lock);
+      pthread_mutex_destroy(&devs[i].mark_lock);
+      free(devs[i].marks);
     }
   memset(devs, 0, sizeof devs);
+  atomic_store(&any_marks, 0);
   config_gen++;
   for (int i = 0; i < GS_QUEUE_MAX_DEVICES; i++) {
     pthread_mutex_init(&devs[i].err_lock, NULL);
     pthread_mutex_init(&devs[i].spare_lock, NULL);
+    pthread_mutex_init(&devs[i].mark_lock, NULL);
     for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
       stream *s = &devs[i].s[k];
       pthread_mutex_init(&s->lock, NULL);
@@ -286,6 +378,7 @@ gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
   t->has_args = false;
   t->wseq = 0;
   t->event = NULL;
+  t->check_only = false;
   return t;
 }
 
@@ -490,6 +583,15 @@ gs_status gs_buffer_host_wait(gs_buffer *b, const char *what) {
   for (int i = 0; i < b->nuses; i++)
     if (st == GS_OK && b->uses[i].device != dev) st = take_errors(b->uses[i].device);
   b->nuses = 0;
+  char msg[448];
+  int origin;
+  if (st == GS_OK && find_mark(dev, b->qid, false, msg, sizeof msg, &origin)) {
+    /* computed from faulty work on another device whose error was not
+     * reported yet: that report comes first (the record was written
+     * before the mark; its fields are read atomically) */
+    if (origin != dev) st = take_errors(origin);
+    if (st == GS_OK) st = gs_error("this tensor holds the undefined result of work that failed (reported before): %s", msg);
+  }
   return st;
 }
 
@@ -500,6 +602,7 @@ void gs_queue_adopt(gs_buffer *b) {
   b->stream = (int16_t)id;
   b->nuses = 0;
   b->uses_lost = false;
+  b->qid = atomic_fetch_add_explicit(&next_qid, 1, memory_order_relaxed) + 1;
   stream *s = stream_of(dev, id);
   /* the block may have been used by work this stream queued before */
   if (s->enqueued > completed_of(s)) b->uses[b->nuses++] = (gs_use){(int16_t)dev, (int16_t)id, s->enqueued};

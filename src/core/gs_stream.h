@@ -55,6 +55,7 @@ struct gs_task {
   gs_buffer b[GS_TASK_TENSORS];
   gs_buffer *orig[GS_TASK_TENSORS]; /* the callers' buffers: their uses are updated at submit */
   gs_buffer *keep;     /* a host buffer kept alive until the task ran (released on the host) */
+  bool check_only;     /* writes nothing (a data check): an error it finds marks what later reads x[0] */
   /* arguments, as the kernel needs them */
   int op, dim;
   bool flag, has_args;

@@ -340,6 +340,7 @@ static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, c
 }
 static gs_status sim_check_index(const gs_tensor *idx, int64_t size, int code) {
   NEW_TASK(t, idx, gs_devflag_op(code), run_check_index);
+  t->check_only = true; /* a bad index marks what is computed from idx, not idx */
   t->size = size;
   t->op = code;
   gs_task_tensor(t, idx);
