@@ -190,6 +190,58 @@ describe("streams: sync debug mode", function()
     end
   end)
 
+  -- (issue 23, Low) a refused copy_ from the host used to write its target
+  -- anyway, and a torch.save that failed after its copy to the host left
+  -- the warning for the next, unrelated op to print
+  it("'error' refuses a copy from the host before it is queued: the target keeps its values", function()
+    local x = torch.zeros(3, { device = "cuda:0" })
+    cuda.synchronize()
+    cuda.set_sync_debug_mode("error")
+    local ok, msg = pcall(function() x:copy_(torch.ones(3)) end)
+    cuda.set_sync_debug_mode("default")
+    assert.is_false(ok)
+    assert.truthy(msg:find("copy_() waits for the GPU", 1, true), msg)
+    assert.are.same({ 0.0, 0.0, 0.0 }, x:tolist())
+    -- a non_blocking copy from pinned memory does not wait: allowed
+    local pinned = torch.ones(3):pin_memory()
+    cuda.set_sync_debug_mode("error")
+    local y = pinned:to("cuda:0", { non_blocking = true })
+    cuda.set_sync_debug_mode("default")
+    assert.are.same({ 1.0, 1.0, 1.0 }, y:tolist())
+  end)
+
+  it("'warn': torch.save warns on its own line, also when its write fails; later ops do not warn", function()
+    local dir = R.tmpdir()
+    local path = dir .. "/save.lua"
+    R.write_file(path, table.concat({
+      'local t = {a = torch.ones(100000, {device = "cuda:0"})}',   -- 1
+      'torch.cuda.set_sync_debug_mode("warn")',                  -- 2
+      'print(pcall(torch.save, t, arg[1] .. "/big.st"))',        -- 3: synchronises, then the write fails
+      'local z = torch.ones(2) + 1',                             -- 4
+      'torch.save({b = torch.ones(2, {device = "cuda:0"})}, arg[1] .. "/small.st")', -- 5
+      'local w = torch.ones(2) * 3',                             -- 6
+      'torch.cuda.set_sync_debug_mode("error")',                 -- 7
+      'print(pcall(torch.save, t, arg[1] .. "/big.st"))',        -- 8: refused
+      'torch.cuda.set_sync_debug_mode("default")',               -- 9
+      'print(torch.ones(2):sum():item())',                       -- 10
+    }, "\n") .. "\n")
+    -- a file size limit stands in for a full disk (SIGXFSZ ignored: EFBIG)
+    local gshell = R.GSHELL:sub(1, 1) == "/" and R.GSHELL or (os.getenv("PWD") .. "/" .. R.GSHELL)
+    local errf = dir .. "/err"
+    local p = assert(io.popen(string.format("bash -c 'trap \"\" XFSZ; ulimit -f 100; exec %s --sim-gpus 1 %s %s' 2>%s",
+      R.quote(gshell), R.quote(path), R.quote(dir), R.quote(errf))))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    local err = R.read_file(errf)
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("false\ttorch.save: cannot save to '[^\n]*big%.st': File too large"), out)
+    assert.truthy(out:find("false\t[^\n]*:8: pcall%(%) waits for the GPU[^\n]*'error'"), out)
+    local got = lines(err)
+    assert.are.equal(2, #got, "stderr was:\n" .. err)
+    assert.truthy(got[1]:find(path .. ":3:", 1, true), got[1])
+    assert.truthy(got[2]:find(path .. ":5: save()", 1, true), got[2])
+  end)
+
   it("'default' is silent", function()
     local out, err, code = run_script(table.concat({
       'local x = torch.ones(3, {device = "cuda:1"}) * 2',

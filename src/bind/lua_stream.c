@@ -204,6 +204,14 @@ void gsL_sync_warn(lua_State *L) {
 }
 
 int gsL_raise(lua_State *L) {
+  if (gs_sync_warning && gs_get_sync_debug_mode() != 2) {
+    /* 'warn': the call synchronised, then failed for another reason; the
+     * warning is printed here, not left for a later call to print */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gs_last_error());
+    gsL_sync_warn(L);
+    return luaL_error(L, "%s", msg);
+  }
   if (gs_sync_warning) { /* the sync debug mode is 'error': say which call, on the user's line */
     const char *what = gs_sync_warning;
     gs_sync_warning = NULL;
