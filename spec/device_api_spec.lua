@@ -426,5 +426,32 @@ describe("devices", function()
       assert.matches("^gshell: %-%-sim%-gpus wants a number of devices from 0 to 64, not '%-3'\n", p:read("a"))
       p:close()
     end)
+
+    -- (issue 23, Low) these two took garbage silently: 'abc' meant 0 or 1
+    it("GSHELL_SIM_CONTEXT_MS and GSHELL_NUM_THREADS take whole numbers in range, or say what they want", function()
+      local gshell = (os.getenv("GSHELL_BUILD") or "build") .. "/gshell"
+      local cases = {
+        { "GSHELL_SIM_CONTEXT_MS", { "abc", "-5", "1.5", " 3", "600001", "1e3" }, "milliseconds from 0 to 600000" },
+        { "GSHELL_NUM_THREADS", { "abc", "0", "-2", "2x", "1025", "0x4" }, "threads from 1 to 1024" },
+      }
+      for _, c in ipairs(cases) do
+        for _, v in ipairs(c[2]) do
+          local env = c[1] .. "='" .. v .. "'"
+          local want = c[1] .. " wants a whole number of " .. c[3] .. ", not '" .. v .. "'"
+          local out = run_lua([[require("torch"); print("loaded")]], env)
+          assert.truthy(out:find(want, 1, true), out)
+          assert.is_nil(out:find("loaded", 1, true), out)
+          local p = io.popen(env .. " " .. gshell .. " -e 'print(\"ran\")' 2>&1; echo \"exit=$?\"")
+          assert.are.equal("gshell: " .. want .. "\nexit=1\n", p:read("a"))
+          p:close()
+        end
+      end
+      -- good values (and empty: the default) are taken
+      local out = run_lua([[print(require("torch").cuda._sim_context_ms())]],
+        "GSHELL_SIM_GPUS=1 GSHELL_SIM_CONTEXT_MS=7 GSHELL_NUM_THREADS=2")
+      assert.are.equal("7\n", out)
+      out = run_lua([[print(require("torch").cuda._sim_context_ms())]], "GSHELL_SIM_GPUS=1 GSHELL_SIM_CONTEXT_MS= GSHELL_NUM_THREADS=")
+      assert.are.equal("0\n", out)
+    end)
   end)
 end)

@@ -198,4 +198,50 @@ describe("Ctrl-C in the shell", function()
     assert.matches("interrupted!", out)
     assert.matches("default\tcpu\n", out)
   end)
+
+  -- issue 23 Medium 3: the hook is per Lua thread, and a coroutine's loop
+  -- never saw the one armed on the main thread
+  it("a loop inside coroutine.wrap stops; the next cell runs, and a coroutine resumed later is not interrupted", function()
+    local out, code = gshell("prompt", kill_later(0.5) ..
+      "g = coroutine.wrap(function() local x = 0 while true do x = x + 1 end end); g(); print('not reached')\n" ..
+      "print('next cell', 1 + 1)\n" ..
+      "gen = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end); print('gen', gen(), gen(), gen())\n")
+    assert.is_nil(out:find("not reached", 1, true), out)
+    assert.matches("interrupted!", out)
+    assert.matches("next cell\t2\n", out)
+    assert.matches("gen\t1\t2\t3\n", out)
+    assert.are.equal(0, code)
+  end)
+
+  it("a loop inside coroutine.resume, nested in another coroutine and in pcall, stops; a script ends with status 1", function()
+    local out, code = gshell("script", kill_later(0.5) .. [[
+      local inner = coroutine.create(function() while true do end end)
+      local outer = coroutine.create(function()
+        coroutine.yield("first")
+        print("resumed inner", pcall(coroutine.resume, inner))
+      end)
+      print(coroutine.resume(outer))
+      print(coroutine.resume(outer))
+      print("not reached")
+    ]])
+    assert.matches("true\tfirst\n", out)
+    assert.is_nil(out:find("not reached", 1, true), out)
+    assert.matches("interrupted!", out)
+    assert.are.equal(1, code)
+  end)
+
+  it("the coroutine running at the Ctrl-C ends with it; a suspended one resumes normally in the next cell", function()
+    local out, code = gshell("prompt", kill_later(0.5) ..
+      "gen = coroutine.wrap(function() for i = 1, math.maxinteger do coroutine.yield(i) end end); gen()\n" ..
+      "co = coroutine.create(function() while true do for i = 1, 1e6 do end coroutine.yield('tick') end end); " ..
+      "while true do coroutine.resume(co) end\n" ..
+      "print('after', coroutine.resume(co))\n" ..
+      "print('gen', gen(), gen())\n")
+    assert.matches("interrupted!", out)
+    -- (the Ctrl-C lands inside co, nearly always: co then ended with it)
+    assert.truthy(out:find("after\tfalse\tcannot resume dead coroutine\n", 1, true)
+      or out:find("after\ttrue\ttick\n", 1, true), out)
+    assert.matches("gen\t2\t3\n", out)
+    assert.are.equal(0, code)
+  end)
 end)

@@ -153,6 +153,21 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.truthy(e.evalue:find("expected a tensor", 1, true), e.evalue)
   end)
 
+  it("a device error found by a cell's display is the cell's error; the value never shows (issue 22 item 1)", function()
+    local first = "nll_loss on cuda:0 found an error in its data: Target 0 is out of bounds: class indices must be in 1..3"
+    local e = find(r.dev_error, "error")
+    assert.are.equal("error", r.dev_error.reply.status)
+    assert.is_nil(find(r.dev_error, "execute_result"))
+    assert.truthy(e and e.evalue:find(first, 1, true), e and e.evalue)
+    for _, ex in ipairs({ r.dev_error_again, r.dev_error_item }) do
+      local again = find(ex, "error")
+      assert.are.equal("error", ex.reply.status)
+      assert.is_nil(find(ex, "execute_result"))
+      assert.truthy(again.evalue:find("this tensor holds the undefined result of work that failed (reported before): "
+        .. first, 1, true), again.evalue)
+    end
+  end)
+
   it("stderr is its own stream", function()
     local c = find(r.exec_stderr, "stream")
     assert.are.same({ name = "stderr", text = "to stderr\n" }, c)

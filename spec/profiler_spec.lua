@@ -446,10 +446,57 @@ for e in d["traceEvents"]:
     local p = two_device_profile()
     local ok, msg = pcall(p.export_chrome_trace, p, "/nonexistent-dir/t.json")
     assert.is_false(ok)
-    assert.truthy(msg:find("export_chrome_trace: cannot write /nonexistent-dir/t.json", 1, true), msg)
+    assert.truthy(msg:find("export_chrome_trace: cannot save to '/nonexistent-dir/t.json'", 1, true), msg)
     ok, msg = pcall(p.export_timeline, p, 42)
     assert.truthy(not ok and msg:find("expected a file path", 1, true), msg)
   end)
+
+  -- issue 23 Medium 7: exports are written as torch.save writes
+  -- (src/core/gs_file.h), never straight into the path
+  it("a device or a FIFO at the path is refused, at once, naming what it is", function()
+    local p = two_device_profile()
+    for _, export in ipairs({ "export_chrome_trace", "export_timeline" }) do
+      local ok, msg = pcall(p[export], p, "/dev/full")
+      assert.is_false(ok, export .. " to /dev/full reported success")
+      assert.truthy(msg:find(export .. ": cannot save to '/dev/full': it is a character device", 1, true), msg)
+    end
+    local dir = R.tmpdir()
+    assert.is_true(os.execute("mkfifo " .. R.quote(dir .. "/fifo")))
+    local ok, msg = pcall(p.export_timeline, p, dir .. "/fifo") -- (it used to block, waiting for a reader)
+    assert.is_false(ok)
+    assert.truthy(msg:find("it is a FIFO", 1, true), msg)
+  end)
+
+  it("a write that fails (a full disk: here a file size limit) leaves a good file as it was", function()
+    local dir = R.tmpdir()
+    local loop = "for i = 1, 300 do local _ = torch.ones(10) + 1 end"
+    R.write_file(dir .. "/s.lua", loop .. "\n")
+    R.write_file(dir .. "/e.lua", "local p = torch.profiler.profile(function() " .. loop .. " end)\n" ..
+      "print(pcall(p.export_chrome_trace, p, 'good.json'))\n")
+    for _, f in ipairs({ "good.json", "t.json" }) do R.write_file(dir .. "/" .. f, "GOOD\n") end
+    local gshell = R.GSHELL:sub(1, 1) == "/" and R.GSHELL or (os.getenv("PWD") .. "/" .. R.GSHELL)
+    -- SIGXFSZ ignored: a write past the limit fails with EFBIG, as ENOSPC would
+    local function limited(args)
+      local pipe = assert(io.popen(string.format("cd %s && bash -c 'trap \"\" XFSZ; ulimit -f 8; exec %s %s' 2>&1",
+        R.quote(dir), R.quote(gshell), args)))
+      local out = pipe:read("a")
+      local _, _, code = pipe:close()
+      return out, code
+    end
+    local out, code = limited("e.lua")
+    assert.are.equal(0, code, out)
+    assert.truthy(out:find("false\t[^\n]*export_chrome_trace: cannot save to 'good%.json': File too large"), out)
+    out, code = limited("--trace t.json s.lua")
+    assert.are.equal(1, code, out)
+    assert.truthy(out:find("--trace: export_chrome_trace: cannot save to 't.json': File too large", 1, true), out)
+    assert.are.equal("GOOD\n", R.read_file(dir .. "/good.json"))
+    assert.are.equal("GOOD\n", R.read_file(dir .. "/t.json"))
+    local p = io.popen("ls -A " .. R.quote(dir))
+    local names = p:read("a")
+    p:close()
+    assert.are.equal("e.lua\ngood.json\ns.lua\nt.json\n", names) -- no temporary file left
+  end)
+
 end)
 
 describe("export_timeline (SVG)", function()
@@ -580,7 +627,7 @@ print(" ".join(e["name"] for e in d["traceEvents"] if e["ph"] == "X"))
     assert.truthy(err:find("missing argument after --trace", 1, true), err)
     _, err, code = R.run({ "--trace", "/nonexistent-dir/t.json", "-e", "x = 1" })
     assert.are.equal(1, code)
-    assert.truthy(err:find("cannot write /nonexistent-dir/t.json", 1, true), err)
+    assert.truthy(err:find("cannot save to '/nonexistent-dir/t.json'", 1, true), err)
   end)
 end)
 

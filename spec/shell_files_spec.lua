@@ -107,3 +107,38 @@ describe("`...` matching in --check", function()
     assert.is_true(torch.clock() - t0 < 20, "took " .. (torch.clock() - t0) .. " s")
   end)
 end)
+
+-- issue 23 Medium 8: a cell whose output holds a code fence ended its
+-- output block early, and the next --check ran the printed text as code
+describe("code fences inside cells and their output", function()
+  it("--notebook --md picks fences longer than any run inside; --check of the file then passes", function()
+    write(dir .. "/nb.lua", 'print("```lua"); print("os.exit(3)"); print("```")\n-- %%\n' ..
+      'print("~~~~"); print("````")\n-- %%\nlocal s = "```"; print(#s)\n')
+    local _, err, code = gshell("--notebook", dir .. "/nb.lua", "--md", dir .. "/nb.md")
+    assert.are.equal(0, code, err)
+    local md = read(dir .. "/nb.md")
+    assert.truthy(md:find("````output\n```lua\nos.exit(3)\n```\n````\n", 1, true), md)
+    assert.truthy(md:find("`````output\n~~~~\n````\n`````\n", 1, true), md)
+    assert.truthy(md:find("````lua\nlocal s = \"```\"; print(#s)\n````\n", 1, true), md)
+    local out
+    out, err, code = gshell("--check", dir .. "/nb.md")
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("3 blocks run, 3 compared, 0 failed", 1, true), out)
+  end)
+
+  it("--check --update writes a longer fence around new output that holds one; the next --check passes", function()
+    write(dir .. "/doc.md", '```lua\nprint("```"); print("os.exit(4)")\n```\n\n```output\nold\n```\n\ntext after\n')
+    local out, err, code = gshell("--check", dir .. "/doc.md", "--update")
+    assert.are.equal(0, code, out .. err)
+    assert.are.equal('```lua\nprint("```"); print("os.exit(4)")\n```\n\n````output\n```\nos.exit(4)\n````\n\ntext after\n',
+      read(dir .. "/doc.md"))
+    out, err, code = gshell("--check", dir .. "/doc.md")
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(out:find("1 block run, 1 compared, 0 failed", 1, true), out)
+    -- output without a fence inside keeps the document's fence
+    write(dir .. "/plain.md", "```lua\nprint(6 * 7)\n```\n\n~~~output\nold\n~~~\n")
+    _, err, code = gshell("--check", dir .. "/plain.md", "--update")
+    assert.are.equal(0, code, err)
+    assert.are.equal("```lua\nprint(6 * 7)\n```\n\n~~~output\n42\n~~~\n", read(dir .. "/plain.md"))
+  end)
+end)

@@ -230,6 +230,24 @@ describe("gshell prompt", function()
     assert.truthy(lines[2]:match("^[%d%.]+ %S?%S?s ± [%d%.]+ %S?%S?s per loop %(mean ± std%. dev%. of %d runs?, [%d,]+ loops? each%)$"), lines[2])
   end)
 
+  -- (issue 23, Low) -n 0 and -r 0 printed nan, -n 1e99 ran once
+  it("%timeit refuses a loop or run count that is not a whole number from 1 to 1e9", function()
+    local printed, out = prompt({ "%timeit -n 0 local a = 1", "%timeit -r 0 local a = 1",
+      "%timeit -n 1e99 local a = 1", "%timeit -n 2x local a = 1", "%timeit -r -3 local a = 1",
+      "%timeit -n 2000000000 local a = 1", "print('next')" })
+    assert.are.equal("next\n", printed)
+    assert.is_nil(out:find("nan", 1, true), out)
+    assert.is_nil(out:find("per loop", 1, true), out)
+    for _, bad in ipairs({ "n wants a whole number of loops from 1 to 1000000000, not '0'",
+                           "r wants a whole number of runs from 1 to 1000000000, not '0'",
+                           "n wants a whole number of loops from 1 to 1000000000, not '1e99'",
+                           "n wants a whole number of loops from 1 to 1000000000, not '2x'",
+                           "r wants a whole number of runs from 1 to 1000000000, not '-3'",
+                           "n wants a whole number of loops from 1 to 1000000000, not '2000000000'" }) do
+      assert.truthy(out:find("%timeit: -" .. bad, 1, true), out)
+    end
+  end)
+
   it("%devices lists the CPU and simulated devices", function()
     local out = prompt({ "%devices" }, { "--sim-gpus", "2" })
     assert.truthy(out:find("cpu", 1, true))

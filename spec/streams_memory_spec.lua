@@ -308,3 +308,56 @@ describe("streams: pinned memory and non_blocking copies", function()
     assert.are.equal(4 * N, y:sum():item())
   end)
 end)
+
+-- Tasks are recycled per device: a task queued on a stream other than the
+-- current one used to go back to that stream's spare list, which nothing
+-- read, so each side-stream call leaked about 2 KB (issue 23 High 2).
+describe("streams: side-stream calls keep host memory bounded", function()
+  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  if H.UNDER_TSAN then
+    pending("VmRSS bounds: not under ThreadSanitizer (its shadow memory counts in VmRSS)")
+    return
+  end
+  local N = 20000
+  -- the growth of VmRSS (KiB) over N calls of body after a warm-up of
+  -- 2000 (the task lists reach their working size there)
+  local function growth(body)
+    for i = 1, 2000 do body(i) end
+    cuda.synchronize()
+    gc()
+    local base = H.rss_kib()
+    for i = 1, N do body(i) end
+    cuda.synchronize()
+    gc()
+    return H.rss_kib() - base
+  end
+  -- the default stream kept busy, so an event recorded on it is still
+  -- pending when another stream is told to wait for it (then a wait task
+  -- is queued there)
+  local function keep_busy() busy("cuda:0", 200) end
+  local BOUND = 8 * 1024 -- KiB; the leak was about 40 MiB for N calls
+
+  it("Event:record(s) on a stream that is not the current one", function()
+    local s, e = cuda.Stream(0), cuda.Event()
+    local kib = growth(function() e:record(s) end)
+    assert.is_true(kib < BOUND, ("%d calls grew VmRSS by %d KiB"):format(N, kib))
+  end)
+
+  it("s:wait_event(e) for an event still pending on the current stream", function()
+    local s, e = cuda.Stream(0), cuda.Event()
+    keep_busy()
+    local kib = growth(function()
+      e:record()
+      s:wait_event(e)
+    end)
+    assert.is_true(kib < BOUND, ("%d calls grew VmRSS by %d KiB"):format(N, kib))
+  end)
+
+  it("s:wait_stream(current) while the current stream is busy", function()
+    local s, cur = cuda.Stream(0), cuda.current_stream(0)
+    keep_busy()
+    local kib = growth(function() s:wait_stream(cur) end)
+    assert.is_true(kib < BOUND, ("%d calls grew VmRSS by %d KiB"):format(N, kib))
+  end)
+end)

@@ -559,3 +559,46 @@ describe("streams: stream objects and scopes", function()
   end)
 
 end)
+
+-- torch._sim_configure (used by --check/--notebook headers and lessons)
+-- replaces the devices: an event recorded before names a stream whose
+-- work numbers start again, so it used to answer query() false forever
+-- and hang synchronize() (issue 23 Medium 9). Each use is refused now.
+describe("streams: events across a reconfiguration", function()
+  local saved
+  setup(function() gc(); saved = { torch._sim_configure(2) } end)
+  teardown(function() gc(); torch._sim_configure(saved[1], saved[2]) end)
+
+  it("an event recorded before torch._sim_configure is refused by every use, naming the reconfiguration", function()
+    local e = cuda.Event({ enable_timing = true })
+    local f = cuda.Event({ enable_timing = true })
+    do
+      local x = torch.ones(1000, { device = "cuda:1" })
+      e:record(cuda.current_stream(1))
+      x:add_(1)
+      f:record(cuda.current_stream(1))
+      x = nil
+    end
+    gc()
+    torch._sim_configure(2)
+    -- (query first: before the fix synchronize hung)
+    for _, case in ipairs({
+      { "query", function() return e:query() end },
+      { "elapsed_time", function() return e:elapsed_time(f) end },
+      { "wait_event", function() cuda.current_stream(1):wait_event(e) end },
+      { "synchronize", function() e:synchronize() end },
+    }) do
+      local name, use = case[1], case[2]
+      local ok, err = pcall(use)
+      assert.is_false(ok, name .. " was accepted")
+      assert.matches("reconfigured", err, 1, true)
+    end
+    -- recorded again, it works
+    e:record(cuda.current_stream(1))
+    f:record(cuda.current_stream(1))
+    f:synchronize()
+    assert.is_true(e:query())
+    assert.is_true(e:elapsed_time(f) >= 0)
+    cuda.synchronize()
+  end)
+end)

@@ -445,6 +445,33 @@ describe("indexing", function()
     H.assert_list_equal(x[{2}]:tolist(), x[2]:tolist())
     H.assert_list_equal(x[{}]:tolist(), x:tolist())
   end)
+  -- issue 23 (Low; the API fuzzer's seeds 1234 and 14): x[{}] was another
+  -- handle on the same tensor object, so setting one's .data or
+  -- requires_grad changed the other
+  it("x[{}] is a new view sharing storage, not the same tensor (as PyTorch's x[()])", function()
+    local x = torch.arange(5.0)
+    local v = x[{}]
+    assert.is_true(shares(x, v))
+    v[2] = 9
+    assert.are.equal(9, x[2]:item())
+    x.data = torch.ones(5)
+    H.assert_list_equal(v:tolist(), { 0.0, 9.0, 2.0, 3.0, 4.0 })
+    local y = torch.arange(3.0)
+    local w = y[{}]
+    w.requires_grad = true
+    assert.is_false(y.requires_grad)
+    -- a 0-d tensor too, and gradients flow back through the view
+    local z = torch.tensor(3.0, { requires_grad = true })
+    local zz = z[{}]
+    assert.are.equal(0, zz:dim())
+    local dz = zz * 2
+    dz:backward()
+    assert.are.equal(2, z.grad:item())
+    -- a strided tensor keeps its layout
+    local t = torch.arange(6.0):reshape(2, 3):t()
+    assert.are.same(t:stride(), t[{}]:stride())
+    H.assert_list_equal(t[{}]:tolist(), t:tolist())
+  end)
   it("x[{{}, j}] takes column j", function()
     local x = m34()
     check(x[{{}, 2}], "int64", {3}, {1, 5, 9})

@@ -167,7 +167,16 @@ function M.run(path, update)
         local exp = normalize(ob.body)
         if not M.block_matches(exp, got) then
           if update then
-            replace[#replace + 1] = { first = ob.open + 1, last = (ob.close or #lines + 1) - 1, lines = got }
+            -- the whole block, fences included: a longer fence when the new
+            -- output holds a run of the fence's character as long as it
+            local open = lines[ob.open]
+            local indent, old, rest = open:match("^( ? ? ?)([`~]+)(.*)$")
+            local fence = docheader.fence(got, old:sub(1, 1))
+            if #fence < #old then fence = old end
+            local new = { indent .. fence .. rest }
+            for _, l in ipairs(got) do new[#new + 1] = l end
+            new[#new + 1] = indent .. fence
+            replace[#replace + 1] = { first = ob.open, last = ob.close or #lines, lines = new }
             updated = updated + 1
           else
             failed = failed + 1

@@ -89,4 +89,20 @@ function M.mask_timing(text)
   return table.concat(out, "\n")
 end
 
+
+-- A code fence for a block holding `text` (a string or a list of lines):
+-- `ch` (` or ~) repeated once more than its longest run in the text, and
+-- at least 3 times, so no line of the text can close the block early (a
+-- cell that prints "```" used to end its output block, and the next
+-- --check ran the rest as code).
+function M.fence(text, ch)
+  ch = ch or "`"
+  if type(text) == "table" then text = table.concat(text, "\n") end
+  local longest = 0
+  for run in text:gmatch(ch == "`" and "`+" or "~+") do
+    if #run > longest then longest = #run end
+  end
+  return string.rep(ch, math.max(3, longest + 1))
+end
+
 return M

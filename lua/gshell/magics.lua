@@ -76,8 +76,17 @@ local function split_opts(rest, known)
     local flag, val, after = rest:match("^%s*%-(%a)%s*(%d*)%s*(.*)$")
     if not flag or not known[flag] then break end
     if known[flag] == "number" then
-      if val == "" then error("%timeit: -" .. flag .. " needs a number", 0) end
-      opts[flag] = tonumber(val)
+      -- the whole word after the flag: -n 1e99 used to read as 1 (and
+      -- the statement as "e99 ..."), -n 0 timed nothing and printed nan
+      local word, more = rest:match("^%s*%-%a%s*(%S*)%s*(.*)$")
+      local n = word:match("^%d+$") and tonumber(word)
+      if word == "" then error("%timeit: -" .. flag .. " needs a number", 0) end
+      if not n or n < 1 or n > 1e9 then
+        error(string.format("%%timeit: -%s wants a whole number of %s from 1 to 1000000000, not '%s'", flag,
+          flag == "n" and "loops" or "runs", word), 0)
+      end
+      opts[flag] = math.tointeger(n)
+      after = more
     else
       if val ~= "" then break end
       opts[flag] = true

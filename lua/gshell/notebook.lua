@@ -109,9 +109,11 @@ function M.run(path, md_path)
         io.stderr:write(string.format("gshell: cell %d is marked raises-exception but ran without an error\n", n))
         failed = failed + 1
       end
-      md[#md + 1] = "```lua\n" .. cell.text .. "\n```\n"
+      local code_fence = docheader.fence(cell.text)
+      md[#md + 1] = code_fence .. "lua\n" .. cell.text .. "\n" .. code_fence .. "\n"
       local shown = docheader.mask_timing((r.output or "") .. (r.result and (r.result .. "\n") or ""))
-      if shown ~= "" then md[#md + 1] = "```output\n" .. shown .. "```\n" end
+      local out_fence = docheader.fence(shown)
+      if shown ~= "" then md[#md + 1] = out_fence .. "output\n" .. shown .. out_fence .. "\n" end
       if session.exit_code then break end -- os.exit: the notebook ends here, --md is still written
     end
   end

@@ -30,10 +30,20 @@ function M.quote(s)
   end) .. '"'
 end
 
--- tostring that never fails: a broken __tostring shows as the raw type.
-local function safe_tostring(v)
+local function is_tensor(v)
+  local torch = package.loaded.torch
+  return type(v) == "userdata" and type(torch) == "table" and type(torch.is_tensor) == "function"
+    and torch.is_tensor(v)
+end
+
+-- tostring that fails only where the failure is news: a broken __tostring
+-- inside a table shows as the raw type, but a tensor's error (a device
+-- error found while the display waited for its values: it must never be
+-- lost) and any error of a whole result (`strict`) are raised.
+local function safe_tostring(v, strict)
   local ok, s = pcall(tostring, v)
   if ok and type(s) == "string" then return s end
+  if not ok and (strict or is_tensor(v)) then error(s, 0) end
   return string.format("<%s (__tostring failed)>", type(v))
 end
 
@@ -133,10 +143,10 @@ function format_value(v, seen, depth, top)
   if ty == "string" then
     return top and v or M.quote(v)
   elseif ty == "table" then
-    if has_tostring(v) then return safe_tostring(v) end
+    if has_tostring(v) then return safe_tostring(v, top) end
     return format_table(v, seen, depth)
   else
-    return safe_tostring(v)
+    return safe_tostring(v, top)
   end
 end
 

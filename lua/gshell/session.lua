@@ -491,7 +491,15 @@ function Session:run_cell(src, opts)
     return "error"
   end
   if not silent and not opts.script then
-    local text = self:show_text(res)
+    -- showing a value may wait for a device: an error it finds there (a
+    -- device error) is the cell's error, as if the cell had printed it
+    local shown, out = self:call(self.show_text, self, res)
+    if not shown then
+      self.err(out)
+      self:after_cell(src, opts, { status = "error", err = out })
+      return "error"
+    end
+    local text = out[1]
     if text then
       if opts.show then opts.show(text) else io.stdout:write(text, "\n") end
     end

@@ -404,11 +404,11 @@ local function write_file(path, text, what)
   if type(path) ~= "string" or path == "" then
     error(what .. ": expected a file path (a string), got " .. type(path), 3)
   end
-  local f, why = io.open(path, "wb")
-  if not f then error(what .. ": cannot write " .. tostring(why), 3) end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then error(what .. ": cannot write " .. path .. ": " .. tostring(werr), 3) end
+  -- as torch.save writes (src/core/gs_file.h): a temporary file renamed
+  -- into place, so a full disk never leaves a truncated file in place of a
+  -- good one, and a device or FIFO at the path is refused
+  local ok, why = torch._save_text(path, text)
+  if not ok then error(what .. ": " .. tostring(why), 3) end
   return path
 end
 

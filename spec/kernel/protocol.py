@@ -46,6 +46,13 @@ def protocol(gshell, out):
         r["exec_syntax"] = U.run(kc, "x = = 1")
         r["exec_hint"] = U.run(kc, "x.cuda(1)")
         r["exec_stderr"] = U.run(kc, "io.stderr:write('to stderr\\n')")
+        # issue 22 item 1: a device error found by the cell's display is the
+        # cell's error, and the value stays unreadable afterwards
+        r["dev_error"] = U.run(kc, "logits = torch.tensor({{1.0, 2, 3}, {1, 2, 3}, {3, 2, 1}, {1, 1, 1}}, "
+                                   "{device = 'cuda:0'})\nl = nn.CrossEntropyLoss()(logits, "
+                                   "torch.tensor({0, 1, 2, 0}, {device = 'cuda:0'}))\nl")
+        r["dev_error_again"] = U.run(kc, "l")
+        r["dev_error_item"] = U.run(kc, "l:item()")
         # output is streamed while the cell runs, not at its end
         r["exec_streaming"] = U.run(
             kc, "print('first')\nlocal t0 = torch.clock()\nwhile torch.clock() - t0 < 0.4 do end\nprint('second')")

@@ -154,9 +154,9 @@ static gs_status accumulate_leaf(gs_tensor *leaf, gs_tensor *g) {
     leaf->grad = c;
     return GS_OK;
   }
-  gs_interrupt_hold++; /* .grad is the user's: the sum completes (gs_common.h) */
+  gs_hold_begin(); /* .grad is the user's: the sum completes (gs_common.h) */
   s = gs_binary_(GS_B_ADD, leaf->grad, c);
-  gs_interrupt_hold--;
+  gs_hold_end();
   gs_tensor_release(c);
   return s;
 }

@@ -8,9 +8,9 @@
 #include <string.h>
 #include "autograd/gs_autograd.h"
 
-#define UNINTERRUPTED(call) (gs_interrupt_hold++, release_hold(call))
+#define UNINTERRUPTED(call) (gs_hold_begin(), release_hold(call))
 static gs_status release_hold(gs_status s) {
-  gs_interrupt_hold--;
+  gs_hold_end();
   return s;
 }
 

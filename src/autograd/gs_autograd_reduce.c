@@ -312,10 +312,12 @@ gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out) {
     if (!be || !be->check_index) s = gs_no_kernel("nll_loss", target);
     if (s == GS_OK) s = gs_cast(t0, GS_INT64, &t64);
     if (s == GS_OK) s = be->check_index(t64, logp->shape[1], GS_FLAG_NLL_TARGET);
-    REL(t64);
   }
   gs_tensor *mask = NULL, *picked = NULL, *total = NULL;
-  if (s == GS_OK) s = one_hot(t0, logp->shape[1], logp->dtype, &mask);
+  /* from the checked tensor: a queued device marks what is computed from
+   * a bad index (gs_stream.c), so the loss never reads as a good one */
+  if (s == GS_OK) s = one_hot(t64 ? t64 : t0, logp->shape[1], logp->dtype, &mask);
+  REL(t64);
   REL(t0);
   if (s == GS_OK) s = gs_binary(GS_B_MUL, logp, mask, &picked);
   if (s == GS_OK) s = gs_reduce(GS_R_SUM, picked, -1, false, &total, NULL);

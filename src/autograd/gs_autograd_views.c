@@ -125,6 +125,10 @@ gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **
     if (x->ndim == 0) return gs_error("invalid index of a 0-dim tensor: it has no dimension to index (item() reads its value)");
     return gs_error("too many indices for tensor of dimension %d (got %d)", x->ndim, n);
   }
+  /* x[{}]: a new view of the whole tensor (as PyTorch's x[()]), never x
+   * itself: setting its .data or requires_grad must not change x */
+  if (n == 0)
+    return x->ndim > 0 ? gs_ag_slice(x, 0, 0, x->shape[0], 1, out) : gs_ag_view(x, 0, x->shape, false, out);
   gs_tensor *cur = x;
   gs_tensor_retain(cur);
   int dim = 0; /* where entry k lands in the (shrinking) view */

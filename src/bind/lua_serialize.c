@@ -221,8 +221,17 @@ static int gsL_serialize_save(lua_State *L) {
   }
   const char **keys = string_array(L, keys_idx, nmeta, "metadata key");
   const char **vals = string_array(L, vals_idx, nmeta, "metadata value");
-  if (gs_st_save(path, (int)n, names, ts, nmeta, keys, vals) != GS_OK)
-    return luaL_error(L, "torch.save: %s", gs_last_error());
+  /* gsL_raise and gsL_check settle the sync debug mode's note of the copy
+   * to the host (a refusal in 'error', a warning in 'warn', also when the
+   * write then failed), so it never lingers to be blamed on a later op */
+  if (gs_st_save(path, (int)n, names, ts, nmeta, keys, vals) != GS_OK) {
+    if (gs_sync_warning && gs_get_sync_debug_mode() == 2) return gsL_raise(L);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gs_last_error());
+    if (gs_sync_warning) gsL_sync_warn(L);
+    return luaL_error(L, "torch.save: %s", msg);
+  }
+  gsL_check(L, GS_OK);
   return 0;
 }
 

@@ -94,7 +94,9 @@ static int e_record(lua_State *L) {
 }
 static int e_query(lua_State *L) {
   event_ud *u = check_event(L, 1);
-  lua_pushboolean(L, u->host_recorded || gs_event_query(u->e));
+  bool done = true;
+  if (!u->host_recorded) gsL_check(L, gs_event_query(u->e, &done));
+  lua_pushboolean(L, done);
   return 1;
 }
 static int e_sync(lua_State *L) {
@@ -201,6 +203,14 @@ void gsL_sync_warn(lua_State *L) {
 }
 
 int gsL_raise(lua_State *L) {
+  if (gs_sync_warning && gs_get_sync_debug_mode() != 2) {
+    /* 'warn': the call synchronised, then failed for another reason; the
+     * warning is printed here, not left for a later call to print */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gs_last_error());
+    gsL_sync_warn(L);
+    return luaL_error(L, "%s", msg);
+  }
   if (gs_sync_warning) { /* the sync debug mode is 'error': say which call, on the user's line */
     const char *what = gs_sync_warning;
     gs_sync_warning = NULL;

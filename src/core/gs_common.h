@@ -31,6 +31,15 @@ const char *gs_last_error(void);
 #ifndef __cplusplus /* the CUDA kernels (C++) read this header but never poll */
 extern _Atomic int gs_interrupted;
 extern _Thread_local int gs_interrupt_hold;
+/* Tasks this thread queued on a device since its outermost hold began: a
+ * held op that has queued nothing yet may still stop while it waits for
+ * room in a full queue (its write never started); one that has queued
+ * part of its work waits and queues the rest (gs_stream.c). */
+extern _Thread_local int gs_hold_queued;
+static inline void gs_hold_begin(void) {
+  if (gs_interrupt_hold++ == 0) gs_hold_queued = 0;
+}
+static inline void gs_hold_end(void) { gs_interrupt_hold--; }
 /* Whether a loop started on this thread now may stop early. */
 static inline bool gs_interruptible(void) { return gs_interrupt_hold == 0; }
 #endif

@@ -5,12 +5,13 @@
 
 void gs_devflag_raise(gs_devflag *f, int code, int dim, int64_t value, int64_t limit) {
   int32_t none = GS_FLAG_NONE;
+  __atomic_fetch_add(&f->raised, 1, __ATOMIC_RELEASE);
   if (__atomic_load_n(&f->code, __ATOMIC_RELAXED) != GS_FLAG_NONE) return;
   /* the details are written before the code is published */
   if (!__atomic_compare_exchange_n(&f->code, &none, -1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
-  f->dim = dim;
-  f->value = value;
-  f->limit = limit;
+  __atomic_store_n(&f->dim, dim, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->value, value, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->limit, limit, __ATOMIC_RELAXED);
   __atomic_store_n(&f->code, code, __ATOMIC_RELEASE);
 }
 
@@ -50,14 +51,38 @@ gs_status gs_devflag_take(gs_devflag *f, const char *device) {
   if (code == GS_FLAG_NONE) return GS_OK;
   gs_devflag seen = *f;
   seen.code = code;
-  f->dim = 0;
-  f->value = f->limit = 0;
-  f->zero_div[0] = f->zero_div[1] = 0;
+  __atomic_store_n(&f->dim, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->value, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->limit, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->zero_div[0], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->zero_div[1], 0, __ATOMIC_RELAXED);
   __atomic_store_n(&f->code, GS_FLAG_NONE, __ATOMIC_RELEASE);
+  char msg[512];
+  gs_devflag_message(&seen, device, msg, sizeof msg);
+  return gs_error("%s", msg);
+}
+
+int gs_devflag_set(const gs_devflag *f) {
+  return __atomic_load_n(&f->code, __ATOMIC_ACQUIRE) != GS_FLAG_NONE || f->zero_div[0] || f->zero_div[1];
+}
+
+void gs_devflag_message(const gs_devflag *f, const char *device, char *buf, size_t len) {
+  /* read field by field: a queue's worker calls this while the host may
+   * take the record */
+  gs_devflag seen = {0};
+  seen.code = __atomic_load_n(&f->code, __ATOMIC_ACQUIRE);
+  seen.dim = __atomic_load_n(&f->dim, __ATOMIC_RELAXED);
+  seen.value = __atomic_load_n(&f->value, __ATOMIC_RELAXED);
+  seen.limit = __atomic_load_n(&f->limit, __ATOMIC_RELAXED);
+  seen.zero_div[0] = __atomic_load_n(&f->zero_div[0], __ATOMIC_RELAXED);
+  seen.zero_div[1] = __atomic_load_n(&f->zero_div[1], __ATOMIC_RELAXED);
+  if (seen.code == GS_FLAG_NONE && seen.zero_div[0]) seen.code = GS_FLAG_FLOOR_DIVIDE_BY_ZERO;
+  if (seen.code == GS_FLAG_NONE && seen.zero_div[1]) seen.code = GS_FLAG_REMAINDER_BY_ZERO;
   char what[256];
   gs_devflag_describe(&seen, what, sizeof what);
   /* "cuda:0 found", not "cuda:0:": tools take "name:digits: " for a source position */
-  return gs_error("%s on %s found an error in its data: %s (the op was queued earlier: GPU kernels report such "
-                  "errors at the next synchronisation, and that op's result is undefined)",
-                  gs_devflag_op(code), device, what);
+  snprintf(buf, len,
+           "%s on %s found an error in its data: %s (the op was queued earlier: GPU kernels report such "
+           "errors at the next synchronisation, and that op's result is undefined)",
+           gs_devflag_op(seen.code), device, what);
 }

@@ -38,6 +38,10 @@ typedef struct {
    * shared division rules of gs_elemmath.h take an int *); read as
    * GS_FLAG_FLOOR_DIVIDE_BY_ZERO / GS_FLAG_REMAINDER_BY_ZERO */
   int32_t zero_div[2];
+  /* host-side records only: every gs_devflag_raise counts here, also when
+   * an earlier error holds the record, so the queue's worker can tell that
+   * the task it just ran found an error (and mark what it wrote) */
+  uint32_t raised;
 } gs_devflag;
 
 #ifndef __CUDACC__
@@ -58,6 +62,11 @@ const char *gs_devflag_op(int code);
  * found by a kernel queued earlier. Call only after the device's queued
  * work has finished. */
 gs_status gs_devflag_take(gs_devflag *f, const char *device);
+/* The message gs_devflag_take gives for a record f (code set), without
+ * taking it. */
+void gs_devflag_message(const gs_devflag *f, const char *device, char *buf, size_t len);
+/* Whether f holds an error (read without taking it). */
+int gs_devflag_set(const gs_devflag *f);
 #endif
 
 #endif

@@ -63,10 +63,26 @@ gs_status gs_parse_mem_size(const char *what, const char *s, size_t *out) {
   return GS_OK;
 }
 
+/* A whole number from lo to hi in environment variable `what` (unset or
+ * empty: fine, the default applies); `unit` names what it counts. */
+static gs_status check_int_env(const char *what, long lo, long hi, const char *unit) {
+  const char *s = getenv(what);
+  if (!s || !*s) return GS_OK;
+  char *end;
+  long n = strtol(s, &end, 10);
+  if (*s < '0' || *s > '9' || *end != '\0' || n < lo || n > hi)
+    return gs_error("%s wants a whole number of %s from %ld to %ld, not '%s'", what, unit, lo, hi, s);
+  return GS_OK;
+}
+
 gs_status gs_sim_env(int *gpus, size_t *mem) {
   const char *n = getenv("GSHELL_SIM_GPUS"), *m = getenv("GSHELL_SIM_MEM");
   *gpus = 0;
   *mem = 0;
+  /* read later by the simulated devices and the CPU's thread pool, which
+   * would take garbage as 0 or 1: refused here, at start-up */
+  GS_TRY(check_int_env("GSHELL_SIM_CONTEXT_MS", 0, 600000, "milliseconds"));
+  GS_TRY(check_int_env("GSHELL_NUM_THREADS", 1, 1024, "threads"));
   if (n && *n) GS_TRY(gs_parse_sim_gpus("GSHELL_SIM_GPUS", n, gpus));
   if (m && *m) GS_TRY(gs_parse_mem_size("GSHELL_SIM_MEM", m, mem));
   return GS_OK;

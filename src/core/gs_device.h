@@ -40,7 +40,8 @@ void gs_devices_init(int sim_gpus, size_t sim_mem);
  * positive size in bytes with an optional K, M, G or T (KiB..TiB, "B" or
  * "iB" may follow: 512M, 4GiB, 1.5T). Unset or empty: 0 (none, no cap).
  * Anything else is an error naming the variable, the value and what was
- * expected. */
+ * expected. GSHELL_SIM_CONTEXT_MS (0 to 600000) and GSHELL_NUM_THREADS (1
+ * to 1024), read later, are checked here too. */
 gs_status gs_sim_env(int *gpus, size_t *mem);
 /* The two checks on their own; `what` names the value in the message. */
 gs_status gs_parse_sim_gpus(const char *what, const char *s, int *out);

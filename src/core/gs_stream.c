@@ -16,11 +16,11 @@
 typedef struct {
   pthread_mutex_t lock;
   pthread_cond_t wake, done;
-  gs_task *head, *tail, *spare;  /* queue; recycled tasks */
+  gs_task *head, *tail;          /* queue */
   gs_task *finished;             /* ran, still holding a host buffer (released on the host) */
   uint64_t enqueued;             /* seq of the last task queued (host only) */
   _Atomic uint64_t completed;    /* seq of the last task finished */
-  uint64_t cancel_upto;          /* tasks up to this seq are dropped, not run */
+  uint64_t cancel_upto;          /* tasks up to this seq are dropped, not run (only at exit) */
   _Atomic int pending;           /* tasks queued or running (read without the lock by spinners) */
   int waiters;
   bool sleeping, started, stop;
@@ -28,12 +28,28 @@ typedef struct {
   int dev, id;
 } stream;
 
+/* A mark of failed work: the buffer (by qid) and the error's message. */
+/* A mark of failed work: the buffer (by qid) and the error's message;
+ * taint_only: the buffer is good (a checked index) but what is computed
+ * from it is not, so only tasks reading it pass the mark on. */
+typedef struct { uint64_t qid; bool taint_only; int origin; char msg[448]; } mark;
+#define MAX_MARKS 1024 /* per device; beyond, the oldest mark is forgotten */
+
 typedef struct {
   stream s[GS_QUEUE_STREAMS];
   int current, next_pool;
   gs_devflag flag;
+  /* Recycled tasks, one list per device: a task is taken on the host for
+   * any of the device's streams and given back by whichever stream ran it
+   * (a list per stream leaked every task submitted to a stream other than
+   * the current one). Taken after a stream's lock, never before. */
+  pthread_mutex_t spare_lock;
+  gs_task *spare;
   pthread_mutex_t err_lock;
   char err[512];                  /* a kernel that failed: its message, until reported */
+  pthread_mutex_t mark_lock;      /* marks of failed work (see "marks" below) */
+  mark *marks;
+  int nmarks, capmarks;
   _Atomic uint64_t busy_ns, kernels;
 } device;
 
@@ -42,19 +58,99 @@ struct gs_event {
   bool timing, recorded;
   int dev, stream;
   uint64_t seq;
+  uint64_t config;                /* the configuration it was recorded in (config_gen) */
   _Atomic uint64_t stamp_ns;      /* when the marker ran (0: not yet, or dropped) */
   _Atomic uint64_t generation;    /* bumped by each record: only its own marker stamps */
 };
 
 static device devs[GS_QUEUE_MAX_DEVICES];
 static int ndevs, cores_each = 1;
+static _Atomic int any_marks;     /* some device has a mark: workers look inputs up */
+static _Atomic uint64_t next_qid;
 static int sync_mode;
+/* Bumped by each gs_queue_configure: an event recorded before names a
+ * stream whose sequence numbers started again, so it is refused. */
+static uint64_t config_gen;
 _Thread_local const char *gs_sync_warning;
 
 static uint64_t now_ns(void) { return gs_prof_now_ns(); }
 
 static stream *stream_of(int dev, int id) { return &devs[dev].s[id]; }
 static uint64_t completed_of(stream *s) { return atomic_load_explicit(&s->completed, memory_order_acquire); }
+
+/* ---- marks of failed work ----
+ * A task that fails, or finds an error in its data (its device's record
+ * counted a raise while it ran), marks the buffer it wrote (x[0]) with the
+ * error's message; a task that reads a marked buffer marks what it writes
+ * with the same message. The device error itself is reported once, at the
+ * first wait (gs_devflag.h); a host read of a marked buffer fails every
+ * time after that, as every read fails after a sticky CUDA error, so the
+ * undefined values are never shown as if they were good. Marks name
+ * buffers by qid, which is never reused. */
+
+static bool find_mark(int dev, uint64_t qid, bool taint, char *msg, size_t len, int *origin) {
+  if (!qid || !atomic_load_explicit(&any_marks, memory_order_acquire)) return false;
+  device *d = &devs[dev];
+  bool found = false;
+  pthread_mutex_lock(&d->mark_lock);
+  for (int i = d->nmarks - 1; i >= 0 && !found; i--)
+    if (d->marks[i].qid == qid && (taint || !d->marks[i].taint_only)) {
+      if (msg) snprintf(msg, len, "%s", d->marks[i].msg);
+      if (origin) *origin = d->marks[i].origin;
+      found = true;
+    }
+  pthread_mutex_unlock(&d->mark_lock);
+  return found;
+}
+
+static void add_mark(int dev, uint64_t qid, bool taint_only, int origin, const char *msg) {
+  device *d = &devs[dev];
+  pthread_mutex_lock(&d->mark_lock);
+  if (d->nmarks == MAX_MARKS) {
+    memmove(d->marks, d->marks + 1, (size_t)(MAX_MARKS - 1) * sizeof *d->marks);
+    d->nmarks--;
+  }
+  if (d->nmarks == d->capmarks) {
+    int cap = d->capmarks ? d->capmarks * 2 : 8;
+    mark *m = realloc(d->marks, (size_t)cap * sizeof *m);
+    if (m) { d->marks = m; d->capmarks = cap; }
+  }
+  if (d->nmarks < d->capmarks) {
+    d->marks[d->nmarks].qid = qid;
+    d->marks[d->nmarks].taint_only = taint_only;
+    d->marks[d->nmarks].origin = origin;
+    snprintf(d->marks[d->nmarks].msg, sizeof d->marks[d->nmarks].msg, "%s", msg);
+    d->nmarks++;
+    atomic_store_explicit(&any_marks, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&d->mark_lock);
+}
+
+/* After a task ran: the mark its written buffer gets, if any. */
+static void mark_output(int dev, const gs_task *t, gs_status st, uint32_t raised0) {
+  if (t->ntensors == 0 || !t->b[0].qid) return;
+  device *d = &devs[dev];
+  char msg[448];
+  int origin = dev;
+  if (st != GS_OK) {
+    snprintf(msg, sizeof msg, "an op queued earlier on cuda:%d failed: %s: %s", dev, t->name, gs_last_error());
+  } else if (__atomic_load_n(&d->flag.raised, __ATOMIC_ACQUIRE) != raised0) {
+    char name[32];
+    snprintf(name, sizeof name, "cuda:%d", dev);
+    gs_devflag_message(&d->flag, name, msg, sizeof msg);
+    char *why = strstr(msg, " (the op was queued earlier");
+    if (why) *why = 0; /* said when the error itself was reported */
+  } else {
+    bool found = false;
+    for (int k = 1; k < t->ntensors && !found; k++) {
+      const gs_buffer *b = &t->b[k];
+      if (b->device.type == GS_CUDA && b->device.index >= 0 && b->device.index < ndevs)
+        found = find_mark(b->device.index, b->qid, true, msg, sizeof msg, &origin);
+    }
+    if (!found) return;
+  }
+  add_mark(dev, t->b[0].qid, t->check_only, origin, msg);
+}
 
 /* ---- the worker ---- */
 
@@ -85,10 +181,12 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
     return;
   }
   if (dropped || !t->run) return;
+  uint32_t raised0 = __atomic_load_n(&d->flag.raised, __ATOMIC_ACQUIRE);
   uint64_t t0 = now_ns();
   gs_status st = t->run(t);
   uint64_t t1 = now_ns();
   if (st != GS_OK) record_failure(d, t);
+  mark_output(s->dev, t, st, raised0);
   atomic_fetch_add_explicit(&d->busy_ns, t1 - t0, memory_order_relaxed);
   atomic_fetch_add_explicit(&d->kernels, 1, memory_order_relaxed);
   if (gs_prof_on()) {
@@ -100,6 +198,14 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
 /* After a task a worker looks for the next one for a few microseconds
  * before sleeping, so a loop of small ops does not pay a wake-up each. */
 #define SPIN_ROUNDS 2000
+
+static void give_back(int dev, gs_task *t) {
+  device *d = &devs[dev];
+  pthread_mutex_lock(&d->spare_lock);
+  t->next = d->spare;
+  d->spare = t;
+  pthread_mutex_unlock(&d->spare_lock);
+}
 
 static void *worker(void *arg) {
   stream *s = arg;
@@ -135,7 +241,7 @@ static void *worker(void *arg) {
     if (t->event && atomic_fetch_sub(&t->event->refs, 1) == 1) free(t->event);
     t->event = NULL;
     if (t->keep) { t->next = __atomic_load_n(&s->finished, __ATOMIC_RELAXED); __atomic_store_n(&s->finished, t, __ATOMIC_RELEASE); }
-    else { t->next = s->spare; s->spare = t; }
+    else give_back(s->dev, t);
     if (s->waiters) pthread_cond_broadcast(&s->done);
   }
   pthread_mutex_unlock(&s->lock);
@@ -157,19 +263,26 @@ static void stop_stream(stream *s) {
     pthread_join(s->thread, NULL);
   }
   reap(s);
-  for (gs_task *t = s->spare, *nx; t; t = nx) {
-    nx = t->next;
-    free(t);
-  }
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->wake);
   pthread_cond_destroy(&s->done);
 }
 
-/* At exit the queued work finishes first: a worker still inside a kernel
- * while the C library and OpenBLAS tear themselves down would crash
- * (registered after OpenBLAS loaded, so it runs before its destructor). */
+/* At exit the running kernels finish first: a worker still inside a
+ * kernel while the C library and OpenBLAS tear themselves down would crash
+ * (registered after OpenBLAS loaded, so it runs before its destructor).
+ * The tasks that have not started are dropped: nothing can read their
+ * results any more (a script stopped by Ctrl-C ends at once, not after
+ * the rest of its queue). */
 static void drain_at_exit(void) {
+  for (int i = 0; i < ndevs; i++)
+    for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
+      stream *s = stream_of(i, k);
+      if (!s->started) continue;
+      pthread_mutex_lock(&s->lock);
+      s->cancel_upto = s->enqueued;
+      pthread_mutex_unlock(&s->lock);
+    }
   for (int i = 0; i < ndevs; i++) gs_queue_drain_device(i);
 }
 
@@ -181,11 +294,22 @@ void gs_queue_configure(int n, int cores) {
       gs_queue_drain_device(i);
       gs_queue_collect(i);
       for (int k = 0; k < GS_QUEUE_STREAMS; k++) stop_stream(&devs[i].s[k]);
+      for (gs_task *t = devs[i].spare, *nx; t; t = nx) {
+        nx = t->next;
+        free(t);
+      }
+      pthread_mutex_destroy(&devs[i].spare_lock);
       pthread_mutex_destroy(&devs[i].err_lock);
+      pthread_mutex_destroy(&devs[i].mark_lock);
+      free(devs[i].marks);
     }
   memset(devs, 0, sizeof devs);
+  atomic_store(&any_marks, 0);
+  config_gen++;
   for (int i = 0; i < GS_QUEUE_MAX_DEVICES; i++) {
     pthread_mutex_init(&devs[i].err_lock, NULL);
+    pthread_mutex_init(&devs[i].spare_lock, NULL);
+    pthread_mutex_init(&devs[i].mark_lock, NULL);
     for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
       stream *s = &devs[i].s[k];
       pthread_mutex_init(&s->lock, NULL);
@@ -231,20 +355,17 @@ static void reap(stream *s) {
     gs_task *nx = f->next;
     gs_buffer_release(f->keep);
     f->keep = NULL;
-    pthread_mutex_lock(&s->lock);
-    f->next = s->spare;
-    s->spare = f;
-    pthread_mutex_unlock(&s->lock);
+    give_back(s->dev, f);
     f = nx;
   }
 }
 
 gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
-  stream *s = stream_of(dev, devs[dev].current);
-  pthread_mutex_lock(&s->lock);
-  gs_task *t = s->spare;
-  if (t) s->spare = t->next;
-  pthread_mutex_unlock(&s->lock);
+  device *d = &devs[dev];
+  pthread_mutex_lock(&d->spare_lock);
+  gs_task *t = d->spare;
+  if (t) d->spare = t->next;
+  pthread_mutex_unlock(&d->spare_lock);
   if (!t && !(t = malloc(sizeof *t))) { gs_error_code(GS_ERR_OOM, "out of host memory queuing %s", name); return NULL; }
   t->next = NULL;
   t->dev = dev;
@@ -257,6 +378,7 @@ gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
   t->has_args = false;
   t->wseq = 0;
   t->event = NULL;
+  t->check_only = false;
   return t;
 }
 
@@ -287,22 +409,10 @@ static void note_use(gs_buffer *b, int dev, int id, uint64_t seq) {
  * (an in-place write), because that op has queued nothing yet */
 static bool need_interrupt(bool any_op) { return gs_interrupted && (any_op || gs_interruptible()); }
 
-/* Drops every queued task that has not started, on every device, and
- * waits for the running ones: Ctrl-C during a wait. */
-static void cancel_all(void) {
-  for (int i = 0; i < ndevs; i++)
-    for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
-      stream *s = stream_of(i, k);
-      if (!s->started) continue;
-      pthread_mutex_lock(&s->lock);
-      s->cancel_upto = s->enqueued;
-      pthread_mutex_unlock(&s->lock);
-    }
-  for (int i = 0; i < ndevs; i++) gs_queue_drain_device(i);
-}
-
-/* Waits until stream s completed seq; Ctrl-C drops queued work and
- * returns the interrupt. Polls the flag every 20 ms while blocked. */
+/* Waits until stream s completed seq; Ctrl-C stops the wait (the host's,
+ * as in CUDA), never the device: the work queued so far runs on, so every
+ * tensor it fills holds its right value once it is read (that read waits
+ * for it). Polls the flag every 20 ms while blocked. */
 static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
   if (completed_of(s) >= seq) return GS_OK;
   uint64_t t0 = gs_prof_on() ? now_ns() : 0;
@@ -319,10 +429,7 @@ static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
   }
   s->waiters--;
   pthread_mutex_unlock(&s->lock);
-  if (stopped) {
-    cancel_all();
-    return gs_interrupted_error();
-  }
+  if (stopped) return gs_interrupted_error();
   if (t0) {
     /* on the host's lane, naming the device and stream waited for */
     gs_prof_event e = {"wait", GS_PROF_SYNC, GS_CUDA, s->dev, s->id, t0, now_ns(), 0, 0};
@@ -337,11 +444,11 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   stream *s = stream_of(t->dev, id);
   reap(s);
   /* a full queue: wait for room, as a CUDA launch blocks on a full queue.
-   * Ctrl-C stops this wait also inside an in-place op: its write is not
-   * queued yet, and what an op queued before it is dropped whole or runs
-   * whole (cancel_all), so the caller's tensor is as before or as after. */
+   * Ctrl-C stops this wait also inside an in-place op that has queued
+   * nothing yet (the caller's tensor stays as before); one that queued
+   * part of its work waits and queues the rest (as after). */
   if (s->pending >= GS_QUEUE_DEPTH) {
-    gs_status st = host_wait_stream_ex(s, s->enqueued - GS_QUEUE_DEPTH / 2, true);
+    gs_status st = host_wait_stream_ex(s, s->enqueued - GS_QUEUE_DEPTH / 2, gs_hold_queued == 0);
     if (st != GS_OK) {
       if (t->keep) gs_buffer_release(t->keep);
       free(t);
@@ -373,6 +480,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   s->pending++;
   if (s->sleeping) pthread_cond_signal(&s->wake);
   pthread_mutex_unlock(&s->lock);
+  if (!gs_interruptible()) gs_hold_queued++;
   if (seqp) *seqp = seq;
   return GS_OK;
 }
@@ -475,6 +583,15 @@ gs_status gs_buffer_host_wait(gs_buffer *b, const char *what) {
   for (int i = 0; i < b->nuses; i++)
     if (st == GS_OK && b->uses[i].device != dev) st = take_errors(b->uses[i].device);
   b->nuses = 0;
+  char msg[448];
+  int origin;
+  if (st == GS_OK && find_mark(dev, b->qid, false, msg, sizeof msg, &origin)) {
+    /* computed from faulty work on another device whose error was not
+     * reported yet: that report comes first (the record was written
+     * before the mark; its fields are read atomically) */
+    if (origin != dev) st = take_errors(origin);
+    if (st == GS_OK) st = gs_error("this tensor holds the undefined result of work that failed (reported before): %s", msg);
+  }
   return st;
 }
 
@@ -485,6 +602,7 @@ void gs_queue_adopt(gs_buffer *b) {
   b->stream = (int16_t)id;
   b->nuses = 0;
   b->uses_lost = false;
+  b->qid = atomic_fetch_add_explicit(&next_qid, 1, memory_order_relaxed) + 1;
   stream *s = stream_of(dev, id);
   /* the block may have been used by work this stream queued before */
   if (s->enqueued > completed_of(s)) b->uses[b->nuses++] = (gs_use){(int16_t)dev, (int16_t)id, s->enqueued};
@@ -568,7 +686,16 @@ gs_status gs_event_record(gs_event *e, int dev, int id) {
   e->dev = dev;
   e->stream = id;
   e->seq = seq;
+  e->config = config_gen;
   return GS_OK;
+}
+
+/* An event recorded before torch._sim_configure replaced the devices names
+ * a stream that no longer exists: refused rather than waited for forever. */
+static gs_status check_config(const gs_event *e, const char *what) {
+  if (!e->recorded || e->config == config_gen) return GS_OK;
+  return gs_error("%s: this event was recorded on simulated GPUs that have been reconfigured since "
+                  "(torch._sim_configure); record it again", what);
 }
 
 bool gs_event_recorded(const gs_event *e, int *dev) {
@@ -576,12 +703,19 @@ bool gs_event_recorded(const gs_event *e, int *dev) {
   return e->recorded;
 }
 
-bool gs_event_query(gs_event *e) {
+static bool event_done(const gs_event *e) {
   return !e->recorded || completed_of(stream_of(e->dev, e->stream)) >= e->seq;
+}
+
+gs_status gs_event_query(gs_event *e, bool *done) {
+  GS_TRY(check_config(e, "Event.query"));
+  *done = event_done(e);
+  return GS_OK;
 }
 
 gs_status gs_event_synchronize(gs_event *e) {
   if (!e->recorded) return GS_OK;
+  GS_TRY(check_config(e, "Event.synchronize"));
   GS_TRY(gs_sync_note("Event.synchronize"));
   GS_TRY(host_wait_stream(stream_of(e->dev, e->stream), e->seq));
   return take_errors(e->dev);
@@ -592,18 +726,21 @@ gs_status gs_event_elapsed(gs_event *a, gs_event *b, double *ms) {
     return gs_error("elapsed_time: both events must be created with {enable_timing = true}");
   if (!a->recorded || !b->recorded)
     return gs_error("elapsed_time: both events must be recorded before calculating elapsed time");
-  if (!gs_event_query(a) || !gs_event_query(b))
+  GS_TRY(check_config(a, "elapsed_time"));
+  GS_TRY(check_config(b, "elapsed_time"));
+  if (!event_done(a) || !event_done(b))
     return gs_error("elapsed_time: both events must have completed (call e:synchronize() or "
                     "torch.cuda.synchronize() first)");
   uint64_t ta = atomic_load_explicit(&a->stamp_ns, memory_order_acquire);
   uint64_t tb = atomic_load_explicit(&b->stamp_ns, memory_order_acquire);
-  if (!ta || !tb) return gs_error("elapsed_time: an event's work was dropped by an interrupt; record it again");
+  if (!ta || !tb) return gs_error("elapsed_time: an event's marker never ran; record it again");
   *ms = ((double)tb - (double)ta) / 1e6;
   return GS_OK;
 }
 
 gs_status gs_queue_wait_event(int dev, int id, gs_event *e) {
   if (!e->recorded) return GS_OK; /* as CUDA: waiting for an unrecorded event is a no-op */
+  GS_TRY(check_config(e, "Stream.wait_event"));
   if (completed_of(stream_of(e->dev, e->stream)) >= e->seq) return GS_OK;
   gs_task *t = gs_task_new(dev, "wait_event", NULL);
   if (!t) return GS_ERR_OOM;

@@ -15,9 +15,10 @@
  *     wait_stream, and the engine's cross-device copies);
  *   - errors a kernel finds in the data, or a kernel that fails, surface at
  *     the next synchronising call on that device (gs_devflag.h);
- *   - a wait is interrupted by Ctrl-C: queued tasks that have not started
- *     are dropped (as if the host loop had stopped before queuing them),
- *     the running ones finish, and the devices stay usable.
+ *   - a wait is interrupted by Ctrl-C: the host stops waiting, the device
+ *     does not (as in CUDA): every queued task still runs, so the tensors
+ *     it fills hold their right values when they are read (only at exit
+ *     are the tasks that have not started dropped).
  *
  * Everything here is called from the host thread, except what the workers
  * do inside; the workers never call back into the allocator or Lua. */
@@ -54,6 +55,7 @@ struct gs_task {
   gs_buffer b[GS_TASK_TENSORS];
   gs_buffer *orig[GS_TASK_TENSORS]; /* the callers' buffers: their uses are updated at submit */
   gs_buffer *keep;     /* a host buffer kept alive until the task ran (released on the host) */
+  bool check_only;     /* writes nothing (a data check): an error it finds marks what later reads x[0] */
   /* arguments, as the kernel needs them */
   int op, dim;
   bool flag, has_args;
@@ -126,7 +128,10 @@ typedef struct gs_event gs_event;
 gs_event *gs_event_new(bool timing);
 void gs_event_release(gs_event *e);
 gs_status gs_event_record(gs_event *e, int dev, int stream);
-bool gs_event_query(gs_event *e);
+/* done: whether its work completed; an error for an event recorded on
+ * devices that have been reconfigured since (as synchronize, elapsed and
+ * wait_event) */
+gs_status gs_event_query(gs_event *e, bool *done);
 gs_status gs_event_synchronize(gs_event *e);
 /* ms from a to b; both recorded with timing and completed */
 gs_status gs_event_elapsed(gs_event *a, gs_event *b, double *ms);

@@ -27,6 +27,7 @@ typedef struct gs_buffer {
   bool uses_lost;
   bool pinned;          /* host memory for asynchronous copies (pin_memory) */
   gs_use uses[GS_BUFFER_USES];
+  uint64_t qid;         /* queued devices: unique per buffer (0: none), names it in marks of failed work */
 } gs_buffer;
 
 struct gs_node;

@@ -39,6 +39,18 @@ const char *gsR_progname = "gshell";
 
 static lua_State *running_L;           /* the state running code, for the handler */
 static volatile sig_atomic_t pending;  /* a Ctrl-C not yet turned into an error */
+/* An interrupt is on its way out (from the Ctrl-C until the top level
+ * took it): a coroutine resumed meanwhile is armed too. */
+static volatile sig_atomic_t escaping;
+
+/* The coroutines running now (resumed and not yet back), innermost last:
+ * a hook is per Lua thread, so the handler arms each of them as well as
+ * running_L, or a loop inside a coroutine would never see the Ctrl-C.
+ * coroutine.resume and coroutine.wrap are wrapped to keep this list
+ * (co_resume, co_wrap below). */
+#define CO_MAX 200 /* Lua's C stack limit (LUAI_MAXCCALLS) stops nesting near here */
+static lua_State *co_running[CO_MAX];
+static volatile sig_atomic_t co_depth;
 
 /* Handlers that must not be interrupted themselves: the message handlers
  * run while an error (often the interruption) is being reported. */
@@ -105,6 +117,7 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar) {
      * raises it. */
     if (!gs_interrupted) {
       pending = 0;
+      escaping = 0;
       idle_hook(L);
     }
     return;
@@ -132,10 +145,81 @@ static void on_sigint(int sig) {
     return;
   }
   pending = 1;
+  escaping = 1;
   gs_interrupted = 1;
   if (running_L)
     lua_sethook(running_L, interrupt_hook,
                 LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+  int n = co_depth < CO_MAX ? co_depth : CO_MAX;
+  for (int i = 0; i < n; i++)
+    lua_sethook(co_running[i], interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+}
+
+/* ---- coroutines that Ctrl-C reaches ----
+ * Each wrapper calls the stock function (an upvalue) with the coroutine
+ * on the running list; a coroutine resumed while an interrupt escapes is
+ * armed first, and one resumed later gets the idle hook back (its hook
+ * may still be armed from an interrupt that ended while it was
+ * suspended). */
+static void co_enter(lua_State *co) {
+  if (escaping && running_L)
+    lua_sethook(co, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+  else
+    idle_hook(co);
+  if (co_depth < CO_MAX) co_running[co_depth] = co;
+  co_depth = co_depth + 1;
+}
+static void co_leave(void) { co_depth = co_depth - 1; }
+
+/* calls upvalue 1 with the arguments; the coroutine is co (or none) */
+static int co_call(lua_State *L, lua_State *co) {
+  int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  if (co) co_enter(co);
+  int st = lua_pcall(L, n, LUA_MULTRET, 0);
+  if (co) co_leave();
+  if (st != LUA_OK) return lua_error(L); /* (wrap's error, as the stock one raised it) */
+  return lua_gettop(L);
+}
+
+static int co_resume(lua_State *L) { return co_call(L, lua_tothread(L, 1)); }
+
+static int co_wrapped(lua_State *L) {
+  lua_State *co = lua_tothread(L, lua_upvalueindex(2));
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  int n = lua_gettop(L) - 1;
+  co_enter(co);
+  int st = lua_pcall(L, n, LUA_MULTRET, 0);
+  co_leave();
+  if (st != LUA_OK) return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* coroutine.wrap(f): the stock wrapper (its coroutine is its upvalue),
+ * called through co_wrapped */
+static int co_wrap(lua_State *L) {
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 1);
+  if (lua_getupvalue(L, -1, 1) == NULL || !lua_isthread(L, -1)) {
+    lua_settop(L, 2);
+    return 1; /* not the stock wrapper's shape: left as it is */
+  }
+  lua_pushcclosure(L, co_wrapped, 2);
+  return 1;
+}
+
+static void wrap_coroutines(lua_State *L) {
+  if (lua_getglobal(L, "coroutine") != LUA_TTABLE) { lua_pop(L, 1); return; }
+  lua_getfield(L, -1, "resume");
+  lua_pushcclosure(L, co_resume, 1);
+  lua_setfield(L, -2, "resume");
+  lua_getfield(L, -1, "wrap");
+  lua_pushcclosure(L, co_wrap, 1);
+  lua_setfield(L, -2, "wrap");
+  lua_pop(L, 1);
 }
 
 /* The message with the location of the user's line rather than a library
@@ -178,6 +262,8 @@ int gsR_docall(lua_State *L, int narg, int nres) {
   lua_insert(L, base);
   running_L = L;
   pending = 0;
+  escaping = 0;
+  co_depth = 0;
   gs_interrupted = 0;
   idle_hook(L);
   memset(&sa, 0, sizeof sa);
@@ -189,6 +275,8 @@ int gsR_docall(lua_State *L, int narg, int nres) {
   lua_sethook(L, NULL, 0, 0);
   running_L = NULL;
   pending = 0;
+  escaping = 0;
+  co_depth = 0;
   gs_interrupted = 0;
   lua_remove(L, base);
   capture_reset();
@@ -321,6 +409,7 @@ static int luaopen_core(lua_State *L) {
  * The shell's modules (lua/gshell/) are searched after the stock searchers
  * (and after the one torch installs), so gshell needs no files beside it. */
 void gsR_open_core(lua_State *L) {
+  wrap_coroutines(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, luaopen_core);
   lua_setfield(L, -2, "gshell.core");

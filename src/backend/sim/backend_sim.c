@@ -340,6 +340,7 @@ static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, c
 }
 static gs_status sim_check_index(const gs_tensor *idx, int64_t size, int code) {
   NEW_TASK(t, idx, gs_devflag_op(code), run_check_index);
+  t->check_only = true; /* a bad index marks what is computed from idx, not idx */
   t->size = size;
   t->op = code;
   gs_task_tensor(t, idx);
@@ -374,6 +375,10 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
     }
     return st;
   }
+  bool async = from_host && non_blocking && src->buf->pinned;
+  /* the sync debug mode's check before anything is queued: a refused copy
+   * leaves its target as it was */
+  if (from_host && !async) GS_TRY(gs_sync_note("a copy to the device"));
   int dev = dst->buf->device.index, ds = gs_queue_current(dev);
   int sdev = from_host ? -1 : src->buf->device.index, ss = from_host ? 0 : gs_queue_current(sdev);
   if (sdev >= 0 && sdev != dev) { /* the source's earlier work first */
@@ -389,14 +394,13 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
   gs_task_tensor(t, dst);
   gs_task_tensor(t, src);
   t->bytes = bytes;
-  bool async = from_host && non_blocking && src->buf->pinned;
   if (async) {
     gs_buffer_retain(src->buf);
     t->keep = src->buf;
   }
   uint64_t seq;
   GS_TRY(gs_task_submit_on(t, ds, &seq));
-  if (from_host) return async ? GS_OK : gs_queue_wait_seq(dev, ds, seq, "a copy to the device", false);
+  if (from_host) return async ? GS_OK : gs_queue_wait_seq(dev, ds, seq, NULL, false); /* (noted above) */
   if (sdev != dev) { /* the source's later work after the copy */
     gs_event *e = gs_event_new(false);
     if (!e) return GS_ERR_OOM;
