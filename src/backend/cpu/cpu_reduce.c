@@ -116,6 +116,82 @@ static gs_status sum_all(const gs_tensor *x, double *total) {
   return GS_OK;
 }
 
+/* Sums along a dim. Rows (the reduced dim is the last: inner == 1) use
+ * the whole-tensor loop on each row. Columns (inner > 1) are summed a tile
+ * of up to COL_TILE neighbouring columns at a time, reading each row's
+ * stretch of the tile in memory order: 8 rows are added pairwise in float
+ * (vectorised across the tile), then into one double per column. The old
+ * loop walked one column at a time down the stride, a cache miss per
+ * element (0.3-0.8 GB/s on [4096, 4096] along dim 1, PyTorch 8-20). */
+#define COL_TILE 1024
+
+GS_VECTOR_CLONES static void sum_cols_f32(const float *p, int64_t r, int64_t inner, int64_t w, float *out) {
+  double acc[COL_TILE];
+  for (int64_t k = 0; k < w; k++) acc[k] = 0;
+  int64_t i = 0;
+  for (; i + 8 <= r; i += 8) {
+    const float *q = p + i * inner;
+    for (int64_t k = 0; k < w; k++) {
+      float a = (q[k] + q[inner + k]) + (q[2 * inner + k] + q[3 * inner + k]);
+      float b = (q[4 * inner + k] + q[5 * inner + k]) + (q[6 * inner + k] + q[7 * inner + k]);
+      acc[k] += a + b;
+    }
+  }
+  for (; i < r; i++)
+    for (int64_t k = 0; k < w; k++) acc[k] += p[i * inner + k];
+  for (int64_t k = 0; k < w; k++) out[k] = (float)acc[k];
+}
+
+GS_VECTOR_CLONES static void sum_cols_f64(const double *p, int64_t r, int64_t inner, int64_t w, double *out) {
+  double acc[COL_TILE];
+  for (int64_t k = 0; k < w; k++) acc[k] = 0;
+  for (int64_t i = 0; i < r; i++)
+    for (int64_t k = 0; k < w; k++) acc[k] += p[i * inner + k];
+  for (int64_t k = 0; k < w; k++) out[k] = acc[k];
+}
+
+typedef struct { bool f32; int64_t r, inner, tiles, width; const char *base; char *ob; } dim_sum_job;
+
+/* Rows [begin, end) of the [outer, R] layout (inner == 1). */
+static void sum_rows(int64_t begin, int64_t end, void *arg) {
+  const dim_sum_job *j = arg;
+  for (int64_t o = begin; o < end; o++) {
+    if (j->f32) ((float *)j->ob)[o] = (float)sum_f32((const float *)j->base + o * j->r, j->r);
+    else ((double *)j->ob)[o] = sum_f64((const double *)j->base + o * j->r, j->r);
+  }
+}
+
+/* Tiles [begin, end) of the [outer, R, inner] layout, `tiles` per outer
+ * index, each `width` columns (the last may be narrower). */
+static void sum_tiles(int64_t begin, int64_t end, void *arg) {
+  const dim_sum_job *j = arg;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t o = t / j->tiles, k0 = t % j->tiles * j->width, w = j->inner - k0 < j->width ? j->inner - k0 : j->width;
+    int64_t in = o * j->r * j->inner + k0, on = o * j->inner + k0;
+    if (j->f32) sum_cols_f32((const float *)j->base + in, j->r, j->inner, w, (float *)j->ob + on);
+    else sum_cols_f64((const double *)j->base + in, j->r, j->inner, w, (double *)j->ob + on);
+  }
+}
+
+static gs_status sum_dim(const gs_tensor *x, gs_tensor *out, int64_t outer, int64_t r, int64_t inner) {
+  if (outer == 0 || inner == 0) return GS_OK; /* no output */
+  dim_sum_job j = {x->dtype == GS_FLOAT32, r, inner, 1, inner, gs_tensor_ptr(x), gs_tensor_ptr(out)};
+  if (inner == 1) return gs_parallel_for(outer, outer * r, sum_rows, &j);
+  /* tiles of at most COL_TILE columns, narrower (down to 16) when there
+   * are too few tiles to give every thread two */
+  int64_t want = 2 * gs_num_threads();
+  j.tiles = (inner + COL_TILE - 1) / COL_TILE;
+  if (outer * j.tiles < want) {
+    int64_t most = (inner + 15) / 16, t = (want + outer - 1) / outer;
+    j.tiles = t < most ? t : most;
+  }
+  j.width = (inner + j.tiles - 1) / j.tiles;
+  j.width = (j.width + 15) / 16 * 16;
+  if (j.width > COL_TILE) j.width = COL_TILE;
+  j.tiles = (inner + j.width - 1) / j.width;
+  return gs_parallel_for(outer * j.tiles, outer * r * inner, sum_tiles, &j);
+}
+
 /* Generic reduction of one [R] column at stride `inner`; returns value in
  * double/int64 and position. NaN wins max and min, as in PyTorch. */
 #define REDUCE_COL(T, ACC, NAME, INIT, STEP)                                          \
@@ -190,12 +266,15 @@ static void reduce_cols(int64_t begin, int64_t end, void *arg) {
 gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
   int64_t outer, r, inner;
   layout(x, dim, &outer, &r, &inner);
-  if (op == GS_R_SUM && dim < 0 && x->dtype != GS_INT64) {
+  /* float sums: the whole tensor (or a 1-d tensor along its dim) in
+   * parallel chunks, rows and columns by sum_dim */
+  if (op == GS_R_SUM && (dim < 0 || (outer == 1 && inner == 1)) && x->dtype != GS_INT64) {
     double s;
     GS_TRY(sum_all(x, &s));
     if (x->dtype == GS_FLOAT32) *(float *)gs_tensor_ptr(out) = (float)s; else *(double *)gs_tensor_ptr(out) = s;
     return GS_OK;
   }
+  if (op == GS_R_SUM && x->dtype != GS_INT64) return sum_dim(x, out, outer, r, inner);
   reduce_job j = {op, x->dtype, r, inner, gs_tensor_ptr(x), gs_tensor_ptr(out), idx ? (int64_t *)gs_tensor_ptr(idx) : NULL};
   return gs_parallel_for(outer * inner, outer * inner * r, reduce_cols, &j);
 }
