@@ -445,4 +445,44 @@ describe("float32 sums of many elements stay accurate", function()
       assert.is_true(math.abs(s32 - s64) <= 1.2e-7 * math.abs(s64) + 1e-6, ("n=%d: %g vs %g"):format(n, s32, s64))
     end
   end)
+
+  -- Sums along a dim: rows (the last dim) use the whole-tensor loop, columns
+  -- add 8 rows pairwise in float, then into a double per column, a tile of
+  -- up to 1024 columns at a time (cpu_reduce.c). Plain float accumulation
+  -- down a million rows would be thousands of ulps off.
+  it("a million float32 0.1s along a dim sum to the correctly rounded value, rows and columns", function()
+    local f = 0.100000001490116119384765625 -- float32(0.1), exactly
+    local function near(t, n, half_ulp)
+      for _, v in ipairs(t:tolist()) do
+        assert.is_true(math.abs(v - n * f) <= half_ulp, ("got %.6f"):format(v))
+      end
+    end
+    near(torch.full({ 3, 1000000 }, 0.1):sum(2), 1000000, 0.0078125 / 2)
+    near(torch.full({ 1000000, 3 }, 0.1):sum(1), 1000000, 0.0078125 / 2)
+    -- 1030 columns: two tiles
+    near(torch.full({ 10001, 1030 }, 0.1):sum(1), 10001, 2 ^ -14 / 2)
+  end)
+
+  it("random float32 sums along each dim match float64 to float32 rounding (rows, tiles, ragged ends)", function()
+    torch.manual_seed(7)
+    -- {19, 2500} along dim 1: 3 tiles, 19 rows (not a multiple of 8);
+    -- {5, 203, 37} along 2: 5 outer blocks; along 3: rows of 37
+    for _, case in ipairs({ { { 19, 2500 }, 1 }, { { 19, 2500 }, 2 }, { { 5, 203, 37 }, 1 }, { { 5, 203, 37 }, 2 },
+                            { { 5, 203, 37 }, 3 }, { { 2, 1000003 }, 2 }, { { 4099, 3 }, 1 } }) do
+      local shape, d = case[1], case[2]
+      local x = torch.randn(shape) * 10 + 3
+      local s32, s64 = x:sum(d):double(), x:double():sum(d)
+      local scale = x:double():abs():sum(d)
+      local excess = ((s32 - s64):abs() - s64:abs() * 1.2e-7 - scale * 1e-7):max():item()
+      assert.is_true(excess <= 0, ("shape %s dim %d: off by %g past float32 rounding"):format(table.concat(shape, "x"), d, excess))
+      -- the mean is the sum over the count
+      H.assert_close(x:mean(d):tolist(), (s64 / shape[d]):tolist(), 1e-6, 1e-6)
+    end
+  end)
+
+  it("sums along a dim of empty tensors are zeros of the reduced shape", function()
+    check(torch.zeros(3, 0, 4):sum(2), "float32", { 3, 4 }, { { 0.0, 0.0, 0.0, 0.0 }, { 0.0, 0.0, 0.0, 0.0 }, { 0.0, 0.0, 0.0, 0.0 } })
+    check(torch.zeros(3, 4, 0):sum(2), "float32", { 3, 0 }, { {}, {}, {} })
+    check(torch.zeros(0, 4, 5):sum(2), "float32", { 0, 5 }, {})
+  end)
 end)

@@ -3,7 +3,9 @@
 -- a summary. For a machine with a real GPU (the CUDA kernels cannot be
 -- run where they are built); on simulated devices it checks the script.
 --
---   build/gshell tools/gpu_check.lua [cuda:N] [--verbose] [--no-timing]
+--   build/gshell tools/gpu_check.lua [cuda:N] [--verbose] [--no-timing] [--only=WORD,WORD]
+--   (--only: just the checks whose names contain one of the words, plain
+--   text; tools/gpu_run.sh runs such a subset under compute-sanitizer)
 --   LUA_CPATH='build/?.so;;' lua5.4 tools/gpu_check.lua
 --   build/gshell --sim-gpus 2 tools/gpu_check.lua      (the script itself)
 --
@@ -16,10 +18,19 @@ local nn = rawget(_G, "nn") or torch.nn
 
 local args = rawget(_G, "arg") or {}
 local dev, verbose, timing = "cuda:0", false, true
+local only -- list of words (--only), nil: every check
 for _, a in ipairs(args) do
   if a == "--verbose" or a == "-v" then verbose = true
   elseif a == "--no-timing" then timing = false
+  elseif a:match("^%-%-only=") then
+    only = {}
+    for w in a:sub(8):gmatch("[^,]+") do only[#only + 1] = w end
   elseif a:match("^cuda") then dev = a end
+end
+local function selected(name)
+  if not only then return true end
+  for _, w in ipairs(only) do if name:find(w, 1, true) then return true end end
+  return false
 end
 
 -- The CUDA libraries loaded so far (the driver, cuBLAS), one line each.
@@ -47,6 +58,7 @@ local failures = {}
 
 -- Runs one check; fn raises an error (any value) to fail.
 local function check(name, fn)
+  if not selected(name) then return end
   local ok, err = pcall(fn)
   if ok then
     passed = passed + 1
@@ -60,6 +72,7 @@ local function check(name, fn)
 end
 
 local function skip(name, why)
+  if not selected(name) then return end
   skipped = skipped + 1
   print("SKIP  " .. name .. ": " .. why)
 end

@@ -52,12 +52,15 @@ end)
 local function matmul(n, iters, reps)
   return function()
     local a, b = torch.randn(n, n), torch.randn(n, n)
-    local t = time_per_iter(function() return torch.matmul(a, b) end, iters, reps, iters)
+    local t = time_per_iter(function() return torch.matmul(a, b) end, iters, reps, math.max(iters, 4))
     return 2 * n ^ 3 / t / 1e9
   end
 end
+-- Warm-up: at least 4 products, so that both sides are timed in their
+-- steady state (a process's first products write their results into fresh
+-- memory; see bench/README.md).
 run("matmul_500", "GFLOP/s", matmul(500, 50, 5))
-run("matmul_2000", "GFLOP/s", matmul(2000, 1, 3))
+run("matmul_2000", "GFLOP/s", matmul(2000, 1, 5))
 
 -- 16M float32 memory-bound ops: GB/s counting bytes read + written ----------
 local N = 16 * 1024 * 1024
@@ -72,7 +75,10 @@ run("copy_16M", "GB/s", gbps(2 * N * F, function() y:copy_(x) end))
 run("add_16M", "GB/s", gbps(3 * N * F, function() local z = x + y end))
 run("exp_16M", "GB/s", gbps(2 * N * F, function() local z = x:exp() end))
 run("sum_16M", "GB/s", gbps(N * F, function() local s = x:sum() end))
-x, y = nil, nil
+local m = x:view(4096, 4096)
+run("sum_rows_16M", "GB/s", gbps(N * F, function() local s = m:sum(2) end))
+run("sum_cols_16M", "GB/s", gbps(N * F, function() local s = m:sum(1) end))
+x, y, m = nil, nil, nil
 collectgarbage()
 
 -- MLP training step: 784-256-10, batch 256, SGD (skipped until torch.nn exists)

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include "core/gs_parallel.h"
 
@@ -29,7 +30,7 @@ struct gs_workers {
   bool job_poll;                /* the job may stop at Ctrl-C (gs_common.h) */
   atomic_int_fast64_t next_chunk;
   atomic_bool job_stopped;      /* and did: some chunks were skipped */
-  int busy_workers;             /* workers still inside the current job */
+  atomic_int busy_workers;      /* workers still inside the current job (changed under the lock) */
   atomic_bool running;          /* a caller owns the set for a job */
 };
 
@@ -48,11 +49,56 @@ static void take_chunks(gs_workers *w) {
   }
 }
 
-/* After a job a worker watches for the next one for a few microseconds
- * (300 pauses) before sleeping: back-to-back ops find it awake (no wake-up latency),
- * while a long pause (an OpenBLAS call, the user typing) leaves the core
- * free, unlike OpenMP's long spin. */
-#define SPIN_ROUNDS 300
+/* A thread that waits for the other side (a worker for the next job, the
+ * caller for the last chunk) first watches for it for a while, then
+ * sleeps. Sleeping is not free on a virtual machine: a vCPU with nothing
+ * to run halts, and waking it again goes through the hypervisor, which
+ * took tens of microseconds to milliseconds depending on the host's load
+ * (what made 500x500 products swing between 0.84x and 1.03x PyTorch's
+ * speed from one run to the next: every product woke the worker, and the
+ * caller slept on the last block, 4 sleeps and wake-ups per product).
+ * OpenBLAS's and OpenMP's threads spin for much longer and never pay it.
+ * The watch is bounded in time, so a long pause (an interactive prompt, a
+ * big serial op) still leaves the core free. */
+#define WORKER_WATCH_NS 200000   /* after a job, for the next one */
+#define CALLER_WATCH_NS 500000   /* for the workers' last chunks */
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Watches *gen until it differs from seen (true) or ns have passed. */
+static bool watch_generation(_Atomic uint64_t *gen, uint64_t seen, uint64_t ns) {
+  uint64_t end = now_ns() + ns;
+  for (;;) {
+    for (int k = 0; k < 64; k++) {
+      if (atomic_load_explicit(gen, memory_order_acquire) != seen) return true;
+      cpu_relax();
+    }
+    if (now_ns() >= end) return false;
+  }
+}
+
+static bool watch_idle(atomic_int *busy, uint64_t ns) {
+  uint64_t end = now_ns() + ns;
+  for (;;) {
+    for (int k = 0; k < 64; k++) {
+      if (atomic_load_explicit(busy, memory_order_acquire) == 0) return true;
+      cpu_relax();
+    }
+    if (now_ns() >= end) return false;
+  }
+}
 
 static void *worker(void *arg) {
   gs_workers *w = arg;
@@ -62,11 +108,7 @@ static void *worker(void *arg) {
   for (;;) {
     if (atomic_load(&w->generation) == seen) {
       pthread_mutex_unlock(&w->lock);
-      for (int k = 0; k < SPIN_ROUNDS && atomic_load(&w->generation) == seen; k++) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
+      watch_generation(&w->generation, seen, WORKER_WATCH_NS);
       pthread_mutex_lock(&w->lock);
     }
     while (atomic_load(&w->generation) == seen) pthread_cond_wait(&w->wake, &w->lock);
@@ -75,7 +117,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&w->lock);
     take_chunks(w);
     pthread_mutex_lock(&w->lock);
-    if (--w->busy_workers == 0) pthread_cond_signal(&w->done);
+    if (atomic_fetch_sub(&w->busy_workers, 1) == 1) pthread_cond_signal(&w->done);
   }
   pthread_mutex_unlock(&w->lock);
   return NULL;
@@ -99,6 +141,7 @@ static bool init_set(gs_workers *w, int nthreads) {
   pthread_cond_init(&w->done, NULL);
   atomic_init(&w->generation, 0);
   atomic_init(&w->next_chunk, 0);
+  atomic_init(&w->busy_workers, 0);
   atomic_init(&w->job_stopped, false);
   atomic_init(&w->running, false);
   w->quit = false;
@@ -196,15 +239,18 @@ gs_status gs_parallel_run(int64_t nchunks, gs_chunk_fn fn, void *ctx) {
   w->job_poll = poll;
   atomic_store(&w->job_stopped, false);
   atomic_store(&w->next_chunk, 0);
-  w->busy_workers = w->nworkers;
+  atomic_store(&w->busy_workers, w->nworkers);
   atomic_fetch_add(&w->generation, 1);
   pthread_cond_broadcast(&w->wake);
   pthread_mutex_unlock(&w->lock);
   in_chunk = true;
   take_chunks(w);
   in_chunk = false;
+  /* the workers' last chunks: watch, then sleep (the lock orders the
+   * workers' writes before ours either way) */
+  watch_idle(&w->busy_workers, CALLER_WATCH_NS);
   pthread_mutex_lock(&w->lock);
-  while (w->busy_workers > 0) pthread_cond_wait(&w->done, &w->lock);
+  while (atomic_load(&w->busy_workers) > 0) pthread_cond_wait(&w->done, &w->lock);
   pthread_mutex_unlock(&w->lock);
   bool stopped = atomic_load(&w->job_stopped);
   atomic_store(&w->running, false);

@@ -4,10 +4,11 @@
  * devices really compute at the same time as two GPUs would. A thread
  * binds a set (gs_workers_bind) and from then on its gs_parallel_run,
  * gs_parallel_for and matrix products use that set's threads.
- * Workers watch for a job for a few microseconds after the last one, then
- * sleep on a condition variable instead of spinning (OpenMP's spinning
- * workers stole the cores OpenBLAS's threads needed and cost matrix
- * products a third of their speed). */
+ * Workers watch for a job for 200 microseconds after the last one (and a
+ * caller for the workers' last chunks, 500), then sleep on a condition
+ * variable: back-to-back ops find them awake, and an idle set leaves the
+ * cores free (OpenMP's long spin stole the cores OpenBLAS's threads
+ * needed when both ran; OpenBLAS now runs single-threaded inside ours). */
 #ifndef GS_PARALLEL_H
 #define GS_PARALLEL_H
 #include <stdint.h>
