@@ -213,6 +213,33 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
   return 0;
 }
 
+/* After a script stopped with an error (on top of the stack): reports it
+ * followed by the hints the shell gives at the prompt for the line it names
+ * (gshell.hints.for_script) and returns 1, or returns 0 with the stack
+ * unchanged when there are none. */
+static int report_with_hints(lua_State *L, int status, const char *path) {
+  if (path == NULL || !lua_isstring(L, -1)) return 0;
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "gshell.hints");
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_getfield(L, -1, "for_script") == LUA_TFUNCTION) {
+    lua_pushstring(L, path);
+    lua_pushvalue(L, top);
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_isstring(L, -1)) {
+      lua_replace(L, top + 1);  /* the hints, then the error */
+      lua_settop(L, top + 1);
+      lua_insert(L, top);
+      gsR_report(L, status);
+      fprintf(stderr, "%s\n", lua_tostring(L, -1));
+      fflush(stderr);
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  lua_settop(L, top);
+  return 0;
+}
+
 /* Runs the script with its arguments; in the session when interactive. */
 static int run_script(lua_State *L, int argc, char **argv, const options *o) {
   const char *name = argv[o->script];
@@ -236,6 +263,7 @@ static int run_script(lua_State *L, int argc, char **argv, const options *o) {
       for (int i = 0; i < nargs; i++) lua_pushstring(L, argv[o->script + 1 + i]);
       st = gsR_docall(L, nargs, 0);
     }
+    if (st != LUA_OK && report_with_hints(L, st, fname)) return 1;
   }
   if (st != LUA_OK) { gsR_report(L, st); return 1; }
   return 0;
