@@ -360,6 +360,53 @@ describe("examples/gpu_chapter.ipynb (nbclient, spec/kernel/notebook.py)", funct
   end)
 end)
 
+-- Issue 22, item 2: the README's `gshell --install-kernel --user` (no
+-- GSHELL_SIM_GPUS) gives a kernel that runs the chapter's notebook; with one
+-- GPU or none, the cells needing a second one say so instead of failing.
+describe("examples/gpu_chapter.ipynb on the kernel the README installs (spec/kernel/readme_notebook.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/readme_notebook.py") end)
+  local function real_gpus()
+    local p = assert(io.popen("GSHELL_SIM_GPUS=0 " .. sh_quote(GSHELL) .. " -e 'io.write(torch.cuda.device_count())'"))
+    local n = tonumber(p:read("a"))
+    p:close()
+    return n or 0
+  end
+
+  local function no_errors(run, what)
+    for _, c in ipairs(run.cells) do
+      if not c.raises then assert.are.same({}, c.errors, what .. ": " .. c.source) end
+    end
+  end
+
+  it("installs with nothing in the kernelspec's env", function()
+    assert.are.equal(0, r.installed.status)
+    assert.are.same({}, r.installed.spec_env)
+  end)
+
+  it("as installed: every cell runs; without a GPU the kernel simulates two and its banner says so", function()
+    no_errors(r.as_installed, "as installed")
+    assert.falsy(r.as_installed.banner:find("--sim-gpus", 1, true), r.as_installed.banner)
+    if real_gpus() == 0 then
+      assert.truthy(r.as_installed.banner:find("2 SIMULATED CUDA devices", 1, true), r.as_installed.banner)
+      assert.truthy(r.as_installed.banner:find("no CUDA GPU on this machine, so this kernel simulates 2", 1, true),
+        r.as_installed.banner)
+    end
+  end)
+
+  it("with one GPU or none the cells needing a second say so and nothing fails", function()
+    for _, name in ipairs({ "sim1", "sim0" }) do
+      no_errors(r[name], name)
+      local said = 0
+      for _, c in ipairs(r[name].cells) do
+        if c.text:find("(no second GPU here", 1, true) then said = said + 1 end
+      end
+      assert.are.equal(2, said, name)
+      assert.falsy(r[name].banner:find("--sim-gpus", 1, true), r[name].banner)
+    end
+  end)
+end)
+
 describe("gshell --install-kernel and --kernel on the command line", function()
   local function run(cmd)
     local p = assert(io.popen(cmd .. " 2>&1; echo \"exit=$?\""))

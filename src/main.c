@@ -326,6 +326,14 @@ int main(int argc, char **argv) {
     }
     setenv("GSHELL_SIM_GPUS", o.sim_gpus, 1);
   }
+  /* A kernel whose kernelspec does not set GSHELL_SIM_GPUS (the README's
+   * `--install-kernel --user`), on a machine with no CUDA GPU, simulates
+   * two, so examples/gpu_chapter.ipynb runs as written; its banner says so
+   * (gshell.kernel.banner). GSHELL_SIM_GPUS=0 in the spec's env asks for none. */
+  if (o.kernel && getenv("GSHELL_SIM_GPUS") == NULL && gs_cuda_unavailable() != NULL) {
+    setenv("GSHELL_SIM_GPUS", "2", 1);
+    setenv("GSHELL_KERNEL_SIM_AUTO", "2", 1);
+  }
   /* the environment's simulated devices, checked by the same rules before
    * anything runs (torch reads them when it loads) */
   if (gs_sim_env(&sim_n, &sim_mem) != GS_OK) {

@@ -289,7 +289,7 @@ function M.is_complete(code)
 end
 
 function M.banner()
-  return repl.banner()
+  return repl.banner(true)
 end
 
 return M

@@ -482,8 +482,9 @@ function Session:run_cell(src, opts)
   if not fn then
     if silent == "incomplete" then return "incomplete" end
     self.err(silent)
-    for _, h in ipairs(require("gshell.pyhints").after_syntax_error(src, silent, opts.first_line)) do self.err(h) end
-    self:after_cell(src, opts, { status = "error", err = silent })
+    local hs = require("gshell.pyhints").after_syntax_error(src, silent, opts.first_line)
+    for _, h in ipairs(hs) do self.err(h) end
+    self:after_cell(src, opts, { status = "error", err = silent, hints = hs })
     return "error"
   end
   local ok, res = self:call(fn, table.unpack(opts.args or {}))
@@ -492,7 +493,7 @@ function Session:run_cell(src, opts)
     res = hints.drop_colon_clause(res, hs)
     self.err(res)
     for _, h in ipairs(hs) do self.err(h) end
-    self:after_cell(src, opts, { status = "error", err = res })
+    self:after_cell(src, opts, { status = "error", err = res, hints = hs })
     return "error"
   end
   if not opts.script then
