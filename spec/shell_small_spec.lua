@@ -1,0 +1,48 @@
+-- Small things a newcomer meets (issue 22, item 7): a misspelt magic gets a
+-- did-you-mean, completion hides the library's internals and offers fields
+-- only after `.`, ?torch.cuda lists its members, help(x.device) says what a
+-- device is. (--trace with a profiling script: spec/profiler_spec.lua.)
+local R = require("gshell_run")
+
+local function has(s, piece) return s:find(piece, 1, true) ~= nil end
+
+describe("the shell's small things", function()
+  it("%timit and %devcies name the magic meant", function()
+    local _, err = R.prompt({ "%timit 1 + 1", "%devcies", "%zzzzzz" })
+    assert.truthy(has(err, "unknown magic %timit (did you mean %timeit?)"), err)
+    assert.truthy(has(err, "unknown magic %devcies (did you mean %devices?)"), err)
+    assert.truthy(has(err, "unknown magic %zzzzzz (%magic lists them)"), err)
+  end)
+
+  it("completion hides Event_check and Stream_mt; x: offers methods only, x. fields too", function()
+    local out = R.run({ "-e", [[
+      local c = require("gshell.complete")
+      local s = require("gshell.repl").start()
+      _G.x = torch.ones(2)
+      print("cuda", table.concat(c.complete(s, "torch.cuda.", ""), " "))
+      print("colon", table.concat(c.complete(s, "x:d", ""), " "))
+      print("dot", table.concat(c.complete(s, "x.d", ""), " "))
+      print("typed", table.concat(c.complete(s, "torch.cuda.Stream_", ""), " "))]] })
+    local cuda = out:match("cuda\t([^\n]*)")
+    assert.falsy(has(cuda, "_check"), cuda)
+    assert.falsy(has(cuda, "_mt"), cuda)
+    assert.truthy(has(cuda, "torch.cuda.Stream"), cuda)
+    local colon = out:match("colon\t([^\n]*)")
+    assert.falsy(has(colon, "x:device"), colon)
+    assert.falsy(has(colon, "x:dtype"), colon)
+    assert.truthy(has(colon, "x:detach"), colon)
+    local dot = out:match("dot\t([^\n]*)")
+    assert.truthy(has(dot, "x.device") and has(dot, "x.dtype"), dot)
+    -- typing the underscore asks for it
+    assert.truthy(has(out:match("typed\t([^\n]*)"), "torch.cuda.Stream_mt"), out)
+  end)
+
+  it("?torch.cuda lists its members; help(x.device) describes a device", function()
+    local out = R.prompt({ "?torch.cuda", "x = torch.ones(2, {device = 'cuda:1'})", "help(x.device)" },
+      { "--sim-gpus", "2" })
+    assert.truthy(has(out, "Members: Event, Stream, comm, current_device"), out)
+    assert.falsy(has(out, "Event_check"), out)
+    assert.truthy(has(out, "a device: cuda:1 (type 'cuda', index 1)"), out)
+    assert.truthy(has(out, "simulated: host memory"), out)
+  end)
+end)
