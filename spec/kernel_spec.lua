@@ -153,6 +153,21 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.truthy(e.evalue:find("expected a tensor", 1, true), e.evalue)
   end)
 
+  it("a Python spelling in a cell gets its Lua spelling after the error (issue 22)", function()
+    local e = find(r.exec_python, "error")
+    assert.are.equal("SyntaxError", e.ename)
+    assert.truthy(e.traceback[#e.traceback]:find("`y = torch.ones(2, 3, {device = 'cpu'})`", 1, true),
+      table.concat(e.traceback, "\n"))
+  end)
+
+  it("%tb in the next cell shows the last error's traceback, down to the user's code", function()
+    local out = stdout_of(r.exec_tb)
+    assert.truthy(out:find("deep failure", 1, true), out)
+    assert.truthy(out:find("in local 'inner'", 1, true) or out:find("inner", 1, true), out)
+    assert.falsy(out:find("no error yet", 1, true), out)
+    assert.falsy(out:find("lua/gshell/", 1, true), out)
+  end)
+
   it("stderr is its own stream", function()
     local c = find(r.exec_stderr, "stream")
     assert.are.same({ name = "stderr", text = "to stderr\n" }, c)

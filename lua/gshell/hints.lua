@@ -180,13 +180,28 @@ function M.user_traceback(tb)
   local lines = {}
   for line in (tb .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
   local out = {}
+  local lib = 0
+  -- frames inside gshell's own Lua (lua/torch/..., its error helpers) are
+  -- not the user's: a run of them becomes one line saying how many
+  local function flush()
+    if lib > 0 then
+      out[#out + 1] = string.format("\t(... %d frame%s inside gshell's library)", lib, lib == 1 and "" or "s")
+      lib = 0
+    end
+  end
   for _, line in ipairs(lines) do
     if line:find("lua/torch/shell/", 1, true) or line:find("lua/gshell/", 1, true)
        or line:find("in function 'xpcall'", 1, true) or line:find("in function 'pcall'", 1, true) then
       break
     end
-    out[#out + 1] = line
+    if line:match("^%s+lua/torch/") or line:match("^%s+%[C%]: in function 'error'") then
+      lib = lib + 1
+    else
+      flush()
+      out[#out + 1] = line
+    end
   end
+  flush()
   return table.concat(out, "\n")
 end
 

@@ -329,6 +329,7 @@ function M.new(opts)
   self.handler = function(e)
     local msg = hints.locate(M.error_text(e), 2)
     self.last_traceback = hints.user_traceback(debug.traceback(msg, 2))
+    self.tb_serial = (self.tb_serial or 0) + 1   -- (the kernel asks whether a cell made one)
     return msg
   end
   -- `return f(x)` would be a tail call, which drops the cell's frame from
