@@ -117,8 +117,11 @@ describe("gshell --kernel (jupyter_client)", function()
   it("small tensors also get a text/html table; other values text only", function()
     local c = find(r.html_2d, "execute_result")
     assert.are.equal(prompt("torch.tensor({{1.5, -2}, {3, 4}})"), c.data["text/plain"] .. "\n")
-    assert.are.equal("<table><caption>tensor of shape torch.Size([2, 2]), torch.float32, on cpu</caption>\n"
-      .. "<tr><td>1.5</td><td>-2.</td></tr>\n<tr><td>3.</td><td>4.</td></tr>\n</table>", c.data["text/html"])
+    -- the repr's digits (tensor([[ 1.5000, -2.0000], ...), a caption that does not wrap (issue 22)
+    assert.are.equal("<table><caption style=\"caption-side: top; white-space: nowrap; text-align: left\">"
+      .. "tensor of shape torch.Size([2, 2]), torch.float32, on cpu</caption>\n"
+      .. "<tr><td>1.5000</td><td>-2.0000</td></tr>\n<tr><td>3.0000</td><td>4.0000</td></tr>\n</table>",
+      c.data["text/html"])
     assert.is_nil(find(r.html_3d, "execute_result").data["text/html"])
     assert.are.same({ ["text/plain"] = "7" }, find(r.html_number, "execute_result").data)
   end)
