@@ -540,7 +540,21 @@ for g in root.iter("{http://www.w3.org/2000/svg}g"):
     -- idle stretches long enough to write in: stream 3 before and after its one kernel
     assert.truthy(out:find("idle cuda:1/3 idle 10.000ms", 1, true), out)
     assert.truthy(out:find("idle cuda:1/3 idle 26.000ms", 1, true), out)
-    assert.truthy(out:find("idle host idle 4.000ms", 1, true), out)
+    -- the host between ops runs the program: not "idle" (issue 22)
+    assert.truthy(out:find("idle host Lua 4.000ms", 1, true), out)
+    assert.falsy(out:find("idle host idle", 1, true), out)
+  end)
+
+  it("the legend gives each kernel's colour; the notebook's SVG scales to the page width", function()
+    local p = two_device_profile()
+    local svg = p:timeline_svg()
+    assert.truthy(svg:find('<text class="key" x="%d+" y="%d+" dominant%-baseline="middle">mm</text>'), svg)
+    assert.truthy(svg:find('>randn</text>', 1, true), svg)
+    assert.truthy(svg:find("device idle / host in Lua between ops", 1, true), svg)
+    local nb = p:_repr_svg_()
+    assert.truthy(nb:find('^<svg[^>]- width="100%%" style="max%-width: %d+px; height: auto"'), nb:sub(1, 300))
+    local root = nb:match("^<svg[^>]*>")
+    assert.falsy(root:find('height="%d'), root)
   end)
 
   it("many tiny kernels are merged into one box that says how many", function()

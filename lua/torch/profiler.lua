@@ -479,8 +479,11 @@ function Profile:export_timeline(path, opts)
 end
 
 -- Jupyter shows a profile as its timeline (gshell.kernel asks for this).
+-- It scales to the notebook's width (never beyond its own), rather than
+-- being cut off or scrolled.
 function Profile:_repr_svg_()
-  return self:timeline_svg()
+  local svg = self:timeline_svg()
+  return (svg:gsub('^(<svg[^>]-) width="(%d+)" height="%d+"', '%1 width="100%%" style="max-width: %2px; height: auto"', 1))
 end
 
 M.Profile = Profile
