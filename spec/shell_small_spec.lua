@@ -68,3 +68,17 @@ describe("the notebook's HTML tensor view", function()
     assert.truthy(out:find("white-space: nowrap", 1, true), out)
   end)
 end)
+
+describe("examples/gpu_chapter.lua", function()
+  it("prints every error one way: 'error: ' and the message, never its own file:line", function()
+    local out, err, code = R.run({ "examples/gpu_chapter.lua" }, "", { GSHELL_SIM_GPUS = "1" })
+    assert.are.equal(0, code, err)
+    local n = 0
+    for line in out:gmatch("[^\n]+") do
+      if line:find("^error: ") then n = n + 1 end
+      assert.falsy(line:find("gpu_chapter.lua:%d+:"), line)
+      assert.falsy(line:find("fails with", 1, true), line)
+    end
+    assert.are.equal(3, n, out)  -- cuda:1 missing, X + Y, the sync debug mode
+  end)
+end)
