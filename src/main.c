@@ -263,8 +263,8 @@ static int run_script(lua_State *L, int argc, char **argv, const options *o) {
       for (int i = 0; i < nargs; i++) lua_pushstring(L, argv[o->script + 1 + i]);
       st = gsR_docall(L, nargs, 0);
     }
-    if (st != LUA_OK && report_with_hints(L, st, fname)) return 1;
   }
+  if (st != LUA_OK && report_with_hints(L, st, strcmp(name, "-") == 0 ? NULL : name)) return 1;
   if (st != LUA_OK) { gsR_report(L, st); return 1; }
   return 0;
 }
