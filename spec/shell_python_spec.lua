@@ -45,6 +45,9 @@ describe("Python spellings at the prompt", function()
     assert.truthy(has(out, "hint: `False` is Python; Lua spells it `false`"), out)
     local out2 = R.prompt({ "True = 1", "print(True)" })
     assert.falsy(has(out2, "hint:"), out2)
+    -- in a string or as a field it is not the global
+    local out3 = R.prompt({ "print('True or None')", "t = {None = 1}", "print(t.None)" })
+    assert.falsy(has(out3, "hint:"), out3)
   end)
 
   it("Lua that only looks like it gets no Python hint", function()

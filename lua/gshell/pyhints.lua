@@ -469,8 +469,16 @@ end
 function M.python_constants(src, env)
   if type(src) ~= "string" then return {} end
   local out, seen = {}, {}
-  for w in src:gmatch("%f[%w_](%a+)%f[^%w_]") do
-    if CONST[w] and not seen[w] then
+  -- names in the code only: 'True' inside a string is text, and x.None
+  -- or t.True (a field) is not the global
+  local toks = require("gshell.lexer").code_tokens(src)
+  for k, t in ipairs(toks) do
+    local w = t.type == "name" and t.value
+    local prev = toks[k - 1]
+    if prev and prev.type == "op" and (prev.value == "." or prev.value == ":") then w = nil end
+    local nxt = toks[k + 1]
+    if nxt and nxt.type == "op" and nxt.value == "=" then w = nil end  -- assigned (or a table key), not read
+    if w and CONST[w] and not seen[w] then
       seen[w] = true
       local ok, v = pcall(function() return env[w] end)
       if ok and v == nil then
