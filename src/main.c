@@ -172,6 +172,37 @@ static int call_shell(lua_State *L, const char *module, const char *fn, int narg
   return status;
 }
 
+/* After a script stopped with an error (on top of the stack): reports it
+ * followed by the hints the shell gives at the prompt for the line it names
+ * (gshell.hints.for_script(path), for_source(code) for -e) and returns 1,
+ * or returns 0 with the stack unchanged when there are none. */
+static int report_hints_for(lua_State *L, int status, const char *fn, const char *arg) {
+  if (arg == NULL || !lua_isstring(L, -1)) return 0;
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "gshell.hints");
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_getfield(L, -1, fn) == LUA_TFUNCTION) {
+    lua_pushstring(L, arg);
+    lua_pushvalue(L, top);
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_isstring(L, -1)) {
+      lua_replace(L, top + 1);  /* the hints, then the error */
+      lua_settop(L, top + 1);
+      lua_insert(L, top);
+      gsR_report(L, status);
+      fprintf(stderr, "%s\n", lua_tostring(L, -1));
+      fflush(stderr);
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  lua_settop(L, top);
+  return 0;
+}
+
+static int report_with_hints(lua_State *L, int status, const char *path) {
+  return report_hints_for(L, status, "for_script", path);
+}
+
 /* Runs -e and -l in order. Inside the session when interactive, so that
  * locals survive. Returns 0 or 1. */
 static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
@@ -208,35 +239,12 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
       else if (strcmp(argv[i], "--lesson") == 0 && i + 1 < end && argv[i + 1][0] != '-') i++;
       continue;
     }
-    if (st != LUA_OK) { gsR_report(L, st); return 1; }
-  }
-  return 0;
-}
-
-/* After a script stopped with an error (on top of the stack): reports it
- * followed by the hints the shell gives at the prompt for the line it names
- * (gshell.hints.for_script) and returns 1, or returns 0 with the stack
- * unchanged when there are none. */
-static int report_with_hints(lua_State *L, int status, const char *path) {
-  if (path == NULL || !lua_isstring(L, -1)) return 0;
-  int top = lua_gettop(L);
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "gshell.hints");
-  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_getfield(L, -1, "for_script") == LUA_TFUNCTION) {
-    lua_pushstring(L, path);
-    lua_pushvalue(L, top);
-    if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_isstring(L, -1)) {
-      lua_replace(L, top + 1);  /* the hints, then the error */
-      lua_settop(L, top + 1);
-      lua_insert(L, top);
-      gsR_report(L, status);
-      fprintf(stderr, "%s\n", lua_tostring(L, -1));
-      fflush(stderr);
-      lua_pop(L, 1);
+    if (st != LUA_OK) {
+      if (strcmp(argv[i - 1], "-e") == 0 && report_hints_for(L, st, "for_source", argv[i])) return 1;
+      gsR_report(L, st);
       return 1;
     }
   }
-  lua_settop(L, top);
   return 0;
 }
 

@@ -100,11 +100,16 @@ end
 -- string, or nil. Only the line the error names is looked at, so a script
 -- never gets a hint about a line that did not fail.
 function M.for_script(path, msg)
-  msg = tostring(msg)
   local f = io.open(path, "rb")
   if not f then return nil end
   local src = f:read("a") or ""
   f:close()
+  return M.for_source(src, msg)
+end
+
+-- The same for source text (`gshell -e 'code'`).
+function M.for_source(src, msg)
+  msg = tostring(msg)
   local lines = {}
   for l in (src .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
   local first = msg:match("^([^\n]*)")
