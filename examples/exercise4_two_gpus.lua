@@ -67,8 +67,10 @@ local t_one, _, _, C, D = timed(one)
 local t_two, k0, k1, C2, D2 = timed(two)
 print(string.format("2 x %d products of %dx%d matrices:", REPS, N, N))
 print(string.format("  %-30s %8.1f ms", "in sequence on " .. tostring(d0) .. ":", t_one))
-print(string.format("  %-30s %8.1f ms   (%.2fx faster)", "on " .. tostring(d0) .. " and " .. tostring(d1) .. " at once:",
-  t_two, t_one / t_two))
+-- a ratio below 1 is a slowdown (a busy or single-core host): say so
+local ratio = t_one / t_two
+print(string.format("  %-30s %8.1f ms   (%s)", "on " .. tostring(d0) .. " and " .. tostring(d1) .. " at once:",
+  t_two, ratio >= 1 and string.format("%.2fx faster", ratio) or string.format("%.2fx slower", 1 / ratio)))
 if two_gpus then
   print(string.format("  kernels run during the second: %d on %s, %d on %s", k0, tostring(d0), k1, tostring(d1)))
 end

@@ -34,6 +34,12 @@ end
 
 local function step(title) print("\n== " .. title) end
 
+-- An error as the chapter prints every one: "error: " and the message,
+-- without the file:line that says where this script caught it.
+local function error_text(e)
+  return "error: " .. (tostring(e):gsub("^[^\n]-:%d+: ", ""))
+end
+
 local ngpu = torch.cuda.device_count()
 if ngpu == 0 then
   print("No GPU here: try_gpu() gives the cpu, so everything below runs on the cpu.")
@@ -85,7 +91,8 @@ if ngpu >= 2 then
 else
   -- X:cuda(1) needs a second GPU; try_gpu(1) is where Y is on this machine
   local _, why = pcall(function() return X:cuda(1) end)
-  print(string.format("(only %d GPU(s): X:cuda(1) fails with \"%s\")", ngpu, tostring(why):gsub("^.-:%d+: ", "")))
+  print(string.format("(only %d GPU(s): X:cuda(1) fails)", ngpu))
+  print(error_text(why))
   Z = X:to(try_gpu(1))
 end
 print(X)
@@ -108,7 +115,7 @@ if ok then
   print("(X and Y are on the same device on this machine, so X + Y works:)")
   show(err)
 else
-  print("error: " .. tostring(err):gsub("^.-:%d+: ", ""))
+  print(error_text(err))
 end
 
 -- %% Side note: copies are slow, so gshell counts them
@@ -138,7 +145,7 @@ if ngpu > 0 then
   for i = 1, 3 do norms[i] = M[i]:norm() end          -- queued on the device: no wait
   local ok_read, why = pcall(function() return M[{ 1, 1 }]:item() end)
   torch.cuda.set_sync_debug_mode("default")
-  print(ok_read and "(no wait?)" or ("error: " .. tostring(why)))
+  print(ok_read and "(no wait?)" or error_text(why))
   print("examples/exercise3_log_norms.lua measures what such waits cost; docs/time.md explains them.")
 else
   print("(no GPU: the cpu does not queue work, so nothing ever waits)")

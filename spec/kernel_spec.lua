@@ -117,8 +117,11 @@ describe("gshell --kernel (jupyter_client)", function()
   it("small tensors also get a text/html table; other values text only", function()
     local c = find(r.html_2d, "execute_result")
     assert.are.equal(prompt("torch.tensor({{1.5, -2}, {3, 4}})"), c.data["text/plain"] .. "\n")
-    assert.are.equal("<table><caption>tensor of shape torch.Size([2, 2]), torch.float32, on cpu</caption>\n"
-      .. "<tr><td>1.5</td><td>-2.</td></tr>\n<tr><td>3.</td><td>4.</td></tr>\n</table>", c.data["text/html"])
+    -- the repr's digits (tensor([[ 1.5000, -2.0000], ...), a caption that does not wrap (issue 22)
+    assert.are.equal("<table><caption style=\"caption-side: top; white-space: nowrap; text-align: left\">"
+      .. "tensor of shape torch.Size([2, 2]), torch.float32, on cpu</caption>\n"
+      .. "<tr><td>1.5000</td><td>-2.0000</td></tr>\n<tr><td>3.0000</td><td>4.0000</td></tr>\n</table>",
+      c.data["text/html"])
     assert.is_nil(find(r.html_3d, "execute_result").data["text/html"])
     assert.are.same({ ["text/plain"] = "7" }, find(r.html_number, "execute_result").data)
   end)
@@ -166,6 +169,21 @@ describe("gshell --kernel (jupyter_client)", function()
       assert.truthy(again.evalue:find("this tensor holds the undefined result of work that failed (reported before): "
         .. first, 1, true), again.evalue)
     end
+  end)
+
+  it("a Python spelling in a cell gets its Lua spelling after the error (issue 22)", function()
+    local e = find(r.exec_python, "error")
+    assert.are.equal("SyntaxError", e.ename)
+    assert.truthy(e.traceback[#e.traceback]:find("`y = torch.ones(2, 3, {device = 'cpu'})`", 1, true),
+      table.concat(e.traceback, "\n"))
+  end)
+
+  it("%tb in the next cell shows the last error's traceback, down to the user's code", function()
+    local out = stdout_of(r.exec_tb)
+    assert.truthy(out:find("deep failure", 1, true), out)
+    assert.truthy(out:find("in local 'inner'", 1, true) or out:find("inner", 1, true), out)
+    assert.falsy(out:find("no error yet", 1, true), out)
+    assert.falsy(out:find("lua/gshell/", 1, true), out)
   end)
 
   it("stderr is its own stream", function()
@@ -371,6 +389,53 @@ describe("examples/gpu_chapter.ipynb (nbclient, spec/kernel/notebook.py)", funct
   it("gives the outputs stored in it, cell by cell", function()
     for _, c in ipairs(r.cells) do
       assert.are.same(c.expected, c.actual, c.source)
+    end
+  end)
+end)
+
+-- Issue 22, item 2: the README's `gshell --install-kernel --user` (no
+-- GSHELL_SIM_GPUS) gives a kernel that runs the chapter's notebook; with one
+-- GPU or none, the cells needing a second one say so instead of failing.
+describe("examples/gpu_chapter.ipynb on the kernel the README installs (spec/kernel/readme_notebook.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/readme_notebook.py") end)
+  local function real_gpus()
+    local p = assert(io.popen("GSHELL_SIM_GPUS=0 " .. sh_quote(GSHELL) .. " -e 'io.write(torch.cuda.device_count())'"))
+    local n = tonumber(p:read("a"))
+    p:close()
+    return n or 0
+  end
+
+  local function no_errors(run, what)
+    for _, c in ipairs(run.cells) do
+      if not c.raises then assert.are.same({}, c.errors, what .. ": " .. c.source) end
+    end
+  end
+
+  it("installs with nothing in the kernelspec's env", function()
+    assert.are.equal(0, r.installed.status)
+    assert.are.same({}, r.installed.spec_env)
+  end)
+
+  it("as installed: every cell runs; without a GPU the kernel simulates two and its banner says so", function()
+    no_errors(r.as_installed, "as installed")
+    assert.falsy(r.as_installed.banner:find("--sim-gpus", 1, true), r.as_installed.banner)
+    if real_gpus() == 0 then
+      assert.truthy(r.as_installed.banner:find("2 SIMULATED CUDA devices", 1, true), r.as_installed.banner)
+      assert.truthy(r.as_installed.banner:find("no CUDA GPU on this machine, so this kernel simulates 2", 1, true),
+        r.as_installed.banner)
+    end
+  end)
+
+  it("with one GPU or none the cells needing a second say so and nothing fails", function()
+    for _, name in ipairs({ "sim1", "sim0" }) do
+      no_errors(r[name], name)
+      local said = 0
+      for _, c in ipairs(r[name].cells) do
+        if c.text:find("(no second GPU here", 1, true) then said = said + 1 end
+      end
+      assert.are.equal(2, said, name)
+      assert.falsy(r[name].banner:find("--sim-gpus", 1, true), r[name].banner)
     end
   end)
 end)

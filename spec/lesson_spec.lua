@@ -40,7 +40,8 @@ describe("lesson checks", function()
       "{device = ...} or move it with X:to(...) / X:cuda(...)", lines[1])
     assert.are.equal("false\tX is on cuda:1, but the task asks for cuda:0 (X:cuda(0) copies it there)", lines[2])
     assert.are.equal("false\tX has shape torch.Size([3, 2]), the task asks for [2, 3]", lines[3])
-    assert.are.equal("false\tX should be filled with 1", lines[4])
+    -- the hint shows the actual value next to the expected one
+    assert.are.equal("false\tX should be filled with 1; it is tensor([[0., 0., 0.], [0., 0., 0.]], device='cuda:0')", lines[4])
     assert.are.equal("true", lines[5])
     assert.are.equal("false\tnil", lines[6])
     assert.are.equal("false\t`X` is not defined yet", lines[7])
@@ -80,7 +81,7 @@ describe("lesson checks", function()
       "true\tnil",
       "true\tnil",
       "true\tnil",
-      "false\tS does not hold the expected values",
+      "false\tS does not hold the expected values: it is tensor([2., 3.]), expected tensor([2., 2.])",
       "false\tthat ran without an error; the task is to see the error happen",
       "true\tnil",
       "false\tforgot the `:`? `x.cuda(1)` calls the method without its object; Lua needs a colon: `x:cuda(1)`",

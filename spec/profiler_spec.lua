@@ -150,7 +150,7 @@ describe("torch.profiler.profile on the cpu (the host lane)", function()
     assert.truthy(text:find("[2, 3], [2, 3]", 1, true))
   end)
 
-  it("errors: not a function, bad options, nesting; fn's error passes through and stops recording", function()
+  it("errors: not a function, bad options; fn's error passes through and stops recording", function()
     assert.has_error(function() torch.profiler.profile(42) end,
       "torch.profiler.profile: expected a function to profile, got number")
     local ok, msg = pcall(torch.profiler.profile, function() end, { record_shape = true })
@@ -158,15 +158,59 @@ describe("torch.profiler.profile on the cpu (the host lane)", function()
     assert.truthy(msg:find("record_shape", 1, true) and msg:find("record_shapes", 1, true), msg)
     assert.has_error(function() torch.profiler.profile(function() end, { record_shapes = 1 }) end,
       "torch.profiler.profile: record_shapes must be true or false, got number")
+    -- an error inside a nested profile ends both recordings
     ok, msg = pcall(torch.profiler.profile, function()
-      torch.profiler.profile(function() end)
+      torch.profiler.profile(function() error("inner", 0) end)
     end)
-    assert.is_false(ok)
-    assert.truthy(msg:find("profiles do not nest", 1, true), msg)
+    assert.are.same({ false, "inner" }, { ok, msg })
     assert.is_false(torch._prof.recording())
     ok, msg = pcall(torch.profiler.profile, function() error("boom", 0) end)
     assert.are.same({ false, "boom" }, { ok, msg })
     assert.is_false(torch._prof.recording())
+  end)
+end)
+
+-- Issue 22, item 7: a script's own profile under `gshell --trace`, or a
+-- profile inside a profile, nests: the inner one gets its events and the
+-- outer one keeps them too.
+describe("profiles nest", function()
+  it("the inner profile has its ops, the outer has its own and the inner's", function()
+    local a = torch.ones(64, 64)
+    local inner
+    local outer = torch.profiler.profile(function()
+      local _ = a + a
+      inner = torch.profiler.profile(function() local _ = a:matmul(a) end)
+      local _ = a * a
+    end)
+    local function names(p)
+      local set = {}
+      for _, e in ipairs(p.events) do set[e.name] = true end
+      return set
+    end
+    local i, o = names(inner), names(outer)
+    assert.truthy(i["aten::mm"] or i["mm"] or i["matmul"] or next(i), "inner has events")
+    for n in pairs(i) do assert.truthy(o[n], "outer keeps the inner's " .. n) end
+    assert.is_true(#outer.events > #inner.events)
+    assert.is_false(torch._prof.recording())
+  end)
+
+  it("gshell --trace around a script that profiles: exit 0, both written", function()
+    local R = require("gshell_run")
+    local dir = R.tmpdir()
+    R.write_file(dir .. "/p.lua", [[
+local a = torch.ones(32, 32)
+local p = torch.profiler.profile(function() return a:matmul(a) end)
+print("inner events", #p.events > 0)
+local _ = a + a
+]])
+    local out, err, code = R.run({ "--trace", dir .. "/t.json", dir .. "/p.lua" })
+    local trace = R.read_file(dir .. "/t.json")
+    os.execute("rm -rf " .. R.quote(dir))
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("inner events\ttrue", 1, true), out)
+    assert.falsy(err:find("nest", 1, true), err)
+    assert.truthy(err:find("written to", 1, true), err)
+    assert.truthy(trace:find("traceEvents", 1, true))
   end)
 end)
 
@@ -543,7 +587,21 @@ for g in root.iter("{http://www.w3.org/2000/svg}g"):
     -- idle stretches long enough to write in: stream 3 before and after its one kernel
     assert.truthy(out:find("idle cuda:1/3 idle 10.000ms", 1, true), out)
     assert.truthy(out:find("idle cuda:1/3 idle 26.000ms", 1, true), out)
-    assert.truthy(out:find("idle host idle 4.000ms", 1, true), out)
+    -- the host between ops runs the program: not "idle" (issue 22)
+    assert.truthy(out:find("idle host Lua 4.000ms", 1, true), out)
+    assert.falsy(out:find("idle host idle", 1, true), out)
+  end)
+
+  it("the legend gives each kernel's colour; the notebook's SVG scales to the page width", function()
+    local p = two_device_profile()
+    local svg = p:timeline_svg()
+    assert.truthy(svg:find('<text class="key" x="%d+" y="%d+" dominant%-baseline="middle">mm</text>'), svg)
+    assert.truthy(svg:find('>randn</text>', 1, true), svg)
+    assert.truthy(svg:find("device idle / host in Lua between ops", 1, true), svg)
+    local nb = p:_repr_svg_()
+    assert.truthy(nb:find('^<svg[^>]- width="100%%" style="max%-width: %d+px; height: auto"'), nb:sub(1, 300))
+    local root = nb:match("^<svg[^>]*>")
+    assert.falsy(root:find('height="%d'), root)
   end)
 
   it("many tiny kernels are merged into one box that says how many", function()

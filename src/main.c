@@ -172,6 +172,37 @@ static int call_shell(lua_State *L, const char *module, const char *fn, int narg
   return status;
 }
 
+/* After a script stopped with an error (on top of the stack): reports it
+ * followed by the hints the shell gives at the prompt for the line it names
+ * (gshell.hints.for_script(path), for_source(code) for -e) and returns 1,
+ * or returns 0 with the stack unchanged when there are none. */
+static int report_hints_for(lua_State *L, int status, const char *fn, const char *arg) {
+  if (arg == NULL || !lua_isstring(L, -1)) return 0;
+  int top = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "gshell.hints");
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_getfield(L, -1, fn) == LUA_TFUNCTION) {
+    lua_pushstring(L, arg);
+    lua_pushvalue(L, top);
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_isstring(L, -1)) {
+      lua_replace(L, top + 1);  /* the hints, then the error */
+      lua_settop(L, top + 1);
+      lua_insert(L, top);
+      gsR_report(L, status);
+      fprintf(stderr, "%s\n", lua_tostring(L, -1));
+      fflush(stderr);
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  lua_settop(L, top);
+  return 0;
+}
+
+static int report_with_hints(lua_State *L, int status, const char *path) {
+  return report_hints_for(L, status, "for_script", path);
+}
+
 /* Runs -e and -l in order. Inside the session when interactive, so that
  * locals survive. Returns 0 or 1. */
 static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
@@ -208,7 +239,11 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
       else if (strcmp(argv[i], "--lesson") == 0 && i + 1 < end && argv[i + 1][0] != '-') i++;
       continue;
     }
-    if (st != LUA_OK) { gsR_report(L, st); return 1; }
+    if (st != LUA_OK) {
+      if (strcmp(argv[i - 1], "-e") == 0 && report_hints_for(L, st, "for_source", argv[i])) return 1;
+      gsR_report(L, st);
+      return 1;
+    }
   }
   return 0;
 }
@@ -237,6 +272,7 @@ static int run_script(lua_State *L, int argc, char **argv, const options *o) {
       st = gsR_docall(L, nargs, 0);
     }
   }
+  if (st != LUA_OK && report_with_hints(L, st, strcmp(name, "-") == 0 ? NULL : name)) return 1;
   if (st != LUA_OK) { gsR_report(L, st); return 1; }
   return 0;
 }
@@ -297,6 +333,14 @@ int main(int argc, char **argv) {
       return 1;
     }
     setenv("GSHELL_SIM_GPUS", o.sim_gpus, 1);
+  }
+  /* A kernel whose kernelspec does not set GSHELL_SIM_GPUS (the README's
+   * `--install-kernel --user`), on a machine with no CUDA GPU, simulates
+   * two, so examples/gpu_chapter.ipynb runs as written; its banner says so
+   * (gshell.kernel.banner). GSHELL_SIM_GPUS=0 in the spec's env asks for none. */
+  if (o.kernel && getenv("GSHELL_SIM_GPUS") == NULL && gs_cuda_unavailable() != NULL) {
+    setenv("GSHELL_SIM_GPUS", "2", 1);
+    setenv("GSHELL_KERNEL_SIM_AUTO", "2", 1);
   }
   /* the environment's simulated devices, checked by the same rules before
    * anything runs (torch reads them when it loads) */

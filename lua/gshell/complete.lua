@@ -92,6 +92,12 @@ function M.members(v)
   return out
 end
 
+-- Names the library keeps for itself next to the user's: a class's
+-- metatable or check function (`Stream_mt`, `Event_check`).
+function M.is_internal(k)
+  return k:match("^%u%w*_mt$") ~= nil or k:match("^%u%w*_check$") ~= nil
+end
+
 -- The characters that end the word being completed. The prompt gives them
 -- to readline (src/shell/repl.c); the Jupyter kernel cuts its word with them.
 M.word_breaks = " \t\n\"\\'`@$><=;|&{(,+-*/%^#~[]"
@@ -131,8 +137,11 @@ function M.complete(session, word, before)
     end
     if v == nil then return list end
     for k, val in pairs(M.members(v)) do
+      -- fields (val == true) only after `.`: `x:device` is no call;
+      -- the library's internals (`Event_check`, `Stream_mt`) are not offered
       if k:sub(1, #part) == part and k:match("^[%a_][%w_]*$") and (part:sub(1, 1) == "_" or k:sub(1, 1) ~= "_")
-         and (sep == "." or is_callable(val) or val == true) then
+         and (sep == "." or (is_callable(val) and val ~= true))
+         and (not M.is_internal(k) or part:find("_", 1, true)) then
         list[#list + 1] = base .. sep .. k
       end
     end

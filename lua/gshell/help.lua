@@ -162,8 +162,45 @@ local function optimizer_text(v, name)
   }, "\n")
 end
 
+-- "Members: a, b, c" for a library table (torch.cuda), without the
+-- private names and internals; nil for anything else.
+local function members_text(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil and (getmetatable(v)).__call then return nil end
+  local keys = {}
+  for k in next, v do
+    if type(k) == "string" and not k:match("^_") and not require("gshell.complete").is_internal(k) then
+      keys[#keys + 1] = k
+    end
+  end
+  if #keys == 0 then return nil end
+  table.sort(keys)
+  return wrap_list("Members: ", keys)
+end
+
+local function is_device(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__name") == "torch.device"
+end
+
+-- What a device is, for help(x.device).
+local function device_text(v, name)
+  local where = tostring(v)
+  local lines = { string.format("%sa device: %s (type '%s', index %s)", name and (name .. ": ") or "", where,
+    tostring(v.type), tostring(v.index)) }
+  if v.type == "cuda" then
+    lines[#lines + 1] = "  a CUDA device" .. (torch_mod().cuda.is_simulated and torch_mod().cuda.is_simulated()
+      and " (simulated: host memory, kernels on the CPU)" or "") .. "; torch.cuda.get_device_name(" ..
+      tostring(v.index or 0) .. ") names it, %devices lists them all"
+  else
+    lines[#lines + 1] = "  the host CPU (all its cores)"
+  end
+  lines[#lines + 1] = "  tensors go there with x:to(d) or {device = d} in a factory; d.type and d.index are its fields"
+  return table.concat(lines, "\n")
+end
+
 -- The help text for a value known as `name` (either may be nil).
 function M.text(v, name)
+  if is_device(v) then return device_text(v, name) end
   if v ~= nil and v == rawget(_G, "help") then return M.about() end
   if is_module(v) then return module_text(v, name) end
   if is_optimizer(v) then return optimizer_text(v, name) end
@@ -173,7 +210,10 @@ function M.text(v, name)
     if n and docs.get(n) then docname = n end
     name = name or n
   end
-  if docname then return docs.get(docname) end
+  if docname then
+    local more = members_text(v)
+    return docs.get(docname) .. (more and ("\n" .. more) or "")
+  end
   local ty = type(v)
   if ty == "function" then
     local info = debug.getinfo(v, "Su")
@@ -290,7 +330,10 @@ function M.name_text(session, name)
   if name:sub(1, 1) == "%" then return M.magic_text(name) end
   if name == "help" then return M.about() end
   local text = docs.get((name:gsub(":", ".")))
-  if not text then
+  if text then
+    local more = members_text((resolve(session, name)))
+    if more then text = text .. "\n" .. more end
+  else
     local v, path = resolve(session, name)
     if path and docs.get(path) then
       text = docs.get(path)

@@ -62,10 +62,12 @@ local function is_method(obj, name)
   return true
 end
 
--- The hints for a cell (source `src`) that failed, as a list of lines.
-function M.after_error(env, src)
+-- The hints for a cell (source `src`) that failed with message `msg`, as
+-- a list of lines.
+function M.after_error(env, src, msg)
   local out, seen = {}, {}
   if type(src) ~= "string" then return out end
+  for _, h in ipairs(require("gshell.pyhints").after_runtime_error(src, msg)) do out[#out + 1] = h end
   -- obj.method( where obj is a name or a dotted chain of names
   for obj, name, paren in src:gmatch("([%a_][%w_]*[%w_%.]*)%.([%a_][%w_]*)%s*(%b())") do
     local v = lookup(env, obj)
@@ -81,10 +83,63 @@ function M.after_error(env, src)
   for obj in src:gmatch("([%a_][%w_%.]*)%[%s*0%s*%]") do
     if not seen[obj .. "[0]"] then
       seen[obj .. "[0]"] = true
-      out[#out + 1] = string.format("hint: positions are 1-based in Lua: the first is `%s[1]`", obj)
+      if lookup(env, obj) == nil then
+        -- the error is the missing name, not the position
+        out[#out + 1] = string.format("hint: `%s` is not defined (nil): nothing has been assigned to it yet", obj)
+      else
+        out[#out + 1] = string.format("hint: positions are 1-based in Lua: the first is `%s[1]`", obj)
+      end
     end
   end
   return out
+end
+
+-- ---- scripts -------------------------------------------------------------------
+
+-- Hint lines for a script (`gshell file.lua`) that stopped with msg, as one
+-- string, or nil. Only the line the error names is looked at, so a script
+-- never gets a hint about a line that did not fail.
+function M.for_script(path, msg)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local src = f:read("a") or ""
+  f:close()
+  return M.for_source(src, msg)
+end
+
+-- The same for source text (`gshell -e 'code'`).
+function M.for_source(src, msg)
+  msg = tostring(msg)
+  local lines = {}
+  for l in (src .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
+  local first = msg:match("^([^\n]*)")
+  local n = tonumber(first:match(":(%d+): "))
+  local line = n and lines[n]
+  local out
+  local ok, syntax = pcall(load, (src:gsub("^#![^\n]*", "")), "=script")
+  if ok and syntax == nil then
+    out = require("gshell.pyhints").after_syntax_error(src, first)
+  else
+    if not line then return nil end
+    out = M.after_error(_G, line, first)
+  end
+  if #out == 0 then return nil end
+  return table.concat(out, "\n")
+end
+
+-- The binding's own colon clause (src/bind/lua_core.c) says `x:NAME(...)`;
+-- when a hint names the real object and arguments, the message drops it so
+-- the learner reads the fix once.
+function M.drop_colon_clause(msg, hint_lines)
+  if type(msg) ~= "string" then return msg end
+  for _, h in ipairs(hint_lines) do
+    local name = h:match("^hint: `[^`]-%.([%a_][%w_]*)%(.-` calls the method without its object")
+    if name then
+      msg = msg:gsub("; a method needs its tensor before a colon: write `x:" .. name .. "%(%.%.%.%)`, not `x%." ..
+        name .. "%(%.%.%.%)`", "", 1)
+    end
+  end
+  return msg
 end
 
 -- ---- where an error happened -----------------------------------------------
@@ -130,13 +185,28 @@ function M.user_traceback(tb)
   local lines = {}
   for line in (tb .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
   local out = {}
+  local lib = 0
+  -- frames inside gshell's own Lua (lua/torch/..., its error helpers) are
+  -- not the user's: a run of them becomes one line saying how many
+  local function flush()
+    if lib > 0 then
+      out[#out + 1] = string.format("\t(... %d frame%s inside gshell's library)", lib, lib == 1 and "" or "s")
+      lib = 0
+    end
+  end
   for _, line in ipairs(lines) do
     if line:find("lua/torch/shell/", 1, true) or line:find("lua/gshell/", 1, true)
        or line:find("in function 'xpcall'", 1, true) or line:find("in function 'pcall'", 1, true) then
       break
     end
-    out[#out + 1] = line
+    if line:match("^%s+lua/torch/") or line:match("^%s+%[C%]: in function 'error'") then
+      lib = lib + 1
+    else
+      flush()
+      out[#out + 1] = line
+    end
   end
+  flush()
   return table.concat(out, "\n")
 end
 

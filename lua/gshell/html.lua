@@ -26,6 +26,20 @@ local function is_tensor(v)
   return type(mt) == "table" and rawget(mt, "__name") == "torch.Tensor"
 end
 
+-- The numbers as the text repr prints them (PyTorch's 4 digits, its
+-- common format per tensor), in order, or nil when the repr is not one
+-- number per element (a scale factor line, a summary with `...`).
+local function repr_numbers(v, text)
+  local body = text:match("^tensor%((.*)%)$")
+  if not body then return nil end
+  body = body:gsub(",%s*%a[%w_]*=.*$", "")   -- device=, dtype=, grad_fn=, requires_grad=
+  if body:find("...", 1, true) or body:find("*", 1, true) then return nil end
+  local nums = {}
+  for tok in body:gmatch("[^%[%],%s]+") do nums[#nums + 1] = tok end
+  if #nums ~= v:numel() then return nil end
+  return nums
+end
+
 -- The HTML for a value, or nil.
 function M.repr(v)
   if not is_tensor(v) then return nil end
@@ -34,13 +48,25 @@ function M.repr(v)
     if (nd ~= 1 and nd ~= 2) or v:numel() > M.max_elements or v:numel() == 0 then return nil end
     local rows = v:tolist()
     if nd == 1 then rows = { rows } end
+    local text = tostring(v)
+    local nums = repr_numbers(v, text)
     local d = v.device
     local where = d.index and (d.type .. ":" .. d.index) or d.type
-    local out = { string.format("<table><caption>tensor of shape %s, %s, on %s</caption>",
-      escape(tostring(v.shape)), escape(tostring(v.dtype)), escape(where)) }
+    local extra = ""
+    local gf = text:match("grad_fn=(<[%w_]+>)")
+    if gf then extra = ", grad_fn=" .. gf
+    elseif v.requires_grad then extra = ", requires_grad=True" end
+    -- the caption stays on one line above the table, however narrow the table
+    local out = { string.format("<table><caption style=\"caption-side: top; white-space: nowrap; text-align: left\">" ..
+      "tensor of shape %s, %s, on %s%s</caption>", escape(tostring(v.shape)), escape(tostring(v.dtype)),
+      escape(where), escape(extra)) }
+    local k = 0
     for _, row in ipairs(rows) do
       local cells = {}
-      for j, x in ipairs(row) do cells[j] = cell(x) end
+      for j, x in ipairs(row) do
+        k = k + 1
+        cells[j] = nums and ("<td>" .. escape(nums[k]) .. "</td>") or cell(x)
+      end
       out[#out + 1] = "<tr>" .. table.concat(cells) .. "</tr>"
     end
     out[#out + 1] = "</table>"

@@ -168,7 +168,9 @@ function M.execute(code, n, silent, store)
   local s = M.start()
   local r = { status = "ok" }
   local saved = s.err
-  s.last_traceback = nil
+  -- %tb in this cell shows the previous cell's traceback: keep it, and
+  -- tell this cell's own from it by the session's count of tracebacks
+  local serial = s.tb_serial
   local hints = {}
   s.err = function(msg)   -- the error first, then any hints the session adds
     r.status = "error"
@@ -199,14 +201,15 @@ function M.execute(code, n, silent, store)
     local msg = r.message or "error"
     r.result = nil
     r.evalue = msg
+    local tb = s.tb_serial ~= serial and s.last_traceback or nil
     if is_interrupt(msg) then
       r.ename = "Interrupted"
-    elseif s.last_traceback then
+    elseif tb then
       r.ename = "Error"
     else
       r.ename = "SyntaxError"      -- the cell did not compile: nothing ran
     end
-    r.traceback = s.last_traceback and traceback_lines(s.last_traceback) or { msg }
+    r.traceback = tb and traceback_lines(tb) or { msg }
     for _, h in ipairs(hints) do r.traceback[#r.traceback + 1] = h end
   end
   if silent then r.result = nil end
@@ -289,7 +292,7 @@ function M.is_complete(code)
 end
 
 function M.banner()
-  return repl.banner()
+  return repl.banner(true)
 end
 
 return M

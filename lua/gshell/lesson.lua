@@ -47,18 +47,75 @@ local function load_file(path)
   return lesson
 end
 
+-- The keys a lesson, a step and an expectation may have: a misspelt one
+-- (`devcie`, `valeus`) is an error when the lesson loads, since a check
+-- that silently ignores it would pass wrong answers.
+local LESSON_KEYS = { "name", "title", "intro", "outro", "setup", "steps", "sim_gpus" }
+local STEP_KEYS = { "title", "explain", "task", "expect", "check", "done", "setup" }
+local EXPECT_KEYS = { "var", "is", "device", "module_device", "shape", "values", "fill", "dtype", "type",
+                      "equals", "test", "error", "result", "check", "hint" }
+
+local function closest(word, list)
+  local best, bd = nil, 3
+  for _, w in ipairs(list) do
+    -- distance by common letters in order (a cheap stand-in for edit distance)
+    local m, n = #word, #w
+    local d = {}
+    for i = 0, m do d[i] = { [0] = i } end
+    for j = 0, n do d[0][j] = j end
+    for i = 1, m do
+      for j = 1, n do
+        local c = d[i - 1][j - 1] + (word:sub(i, i) == w:sub(j, j) and 0 or 1)
+        d[i][j] = math.min(c, d[i - 1][j] + 1, d[i][j - 1] + 1)
+        if i > 1 and j > 1 and word:sub(i, i) == w:sub(j - 1, j - 1) and word:sub(i - 1, i - 1) == w:sub(j, j) then
+          d[i][j] = math.min(d[i][j], d[i - 2][j - 2] + 1)
+        end
+      end
+    end
+    if d[m][n] < bd then best, bd = w, d[m][n] end
+  end
+  return best
+end
+
+local function unknown_key(t, allowed, where)
+  local set = {}
+  for _, k in ipairs(allowed) do set[k] = true end
+  for k in pairs(t) do
+    if type(k) == "string" and not set[k] then
+      local near = closest(k, allowed)
+      return string.format("%s has an unknown key '%s'%s; the keys are %s", where, k,
+        near and (" (did you mean '" .. near .. "'?)") or "", table.concat(allowed, ", "))
+    end
+  end
+  return nil
+end
+
 -- Checks a lesson table's shape; returns it or nil and what is wrong.
 function M.validate(lesson, name)
   if type(lesson) ~= "table" then return nil, name .. ": a lesson file must return a table" end
   if type(lesson.steps) ~= "table" or #lesson.steps == 0 then
     return nil, name .. ": a lesson needs a non-empty `steps` list"
   end
+  local bad = unknown_key(lesson, LESSON_KEYS, name .. ": the lesson")
+  if bad then return nil, bad end
   for i, st in ipairs(lesson.steps) do
     if type(st) ~= "table" or type(st.task) ~= "string" then
       return nil, string.format("%s: step %d needs a `task` string", name, i)
     end
     if type(st.expect) ~= "table" and type(st.check) ~= "function" then
       return nil, string.format("%s: step %d needs `expect` (a list) or `check` (a function)", name, i)
+    end
+    bad = unknown_key(st, STEP_KEYS, string.format("%s: step %d", name, i))
+    if bad then return nil, bad end
+    if st.setup ~= nil and type(st.setup) ~= "function" and type(st.setup) ~= "table" then
+      return nil, string.format("%s: step %d's `setup` should be a list of {name, expression} or a function", name, i)
+    end
+    for j, e in ipairs(st.expect or {}) do
+      if type(e) ~= "table" then
+        return nil, string.format("%s: step %d, expectation %d should be a table", name, i, j)
+      end
+      bad = unknown_key(e, EXPECT_KEYS, string.format("%s: step %d, expectation %d", name, i, j))
+      if bad then return nil, bad end
     end
   end
   lesson.name = lesson.name or name
@@ -72,7 +129,9 @@ function M.find(name)
   if name:find("/", 1, true) or name:match("%.lua$") then
     lesson, err = load_file(name)
     if not lesson then return nil, err end
-    return M.validate(lesson, (name:match("([^/]+)%.lua$") or name))
+    lesson, err = M.validate(lesson, (name:match("([^/]+)%.lua$") or name))
+    if lesson then lesson.ref = name end  -- what finds it again (--restart hints)
+    return lesson, err
   end
   if not name:match("^[%w_%-]+$") then return nil, "no lesson '" .. name .. "'" end
   local dir = M.user_dir()
@@ -220,12 +279,33 @@ end
 
 -- Checks one {var = ...} expectation. Returns true, or false and a hint
 -- (nil when the learner was not working on that variable).
+-- Equal for a lesson: tensors by shape and values (== on two tensors is
+-- an error), anything else by ==.
+function M.same_value(a, b)
+  if is_tensor(a) and is_tensor(b) then return rawequal(a, b) or torch().equal(a:cpu(), b:cpu()) end
+  if is_tensor(a) or is_tensor(b) then return false end
+  return a == b
+end
+
+-- A value as the prompt shows it, on one line and short.
+local function short(v)
+  local ok, text = pcall(function() return require("gshell.pretty").repr_values(1, v) end)
+  text = (ok and text or tostring(v)):gsub("%s*\n%s*", " ")
+  if #text > 120 then text = text:sub(1, 117) .. "..." end
+  return text
+end
+
 local function check_var(e, ctx)
   local env, var = ctx.env, e.var
   local v = env[var]
   local speak = mentions(ctx.src, var)
-  local function no(h) return false, speak and h or nil end
+  -- an expectation's own `hint` replaces the generated one
+  local function no(h) return false, speak and (e.hint or h) or nil end
   if v == nil then return no(string.format("`%s` is not defined yet", var)) end
+  -- n = torch.cuda.device_count: the function itself, not its result
+  if type(v) == "function" and e.equals ~= nil and type(value_of(e.equals, env)) ~= "function" then
+    return no(string.format("%s holds a function, not its result: call it, with () at the end", var))
+  end
   if e.is == "device" or (e.device ~= nil and is_device(v)) then
     if not is_device(v) then return no(string.format("%s should be a device, e.g. torch.device('cuda')", var)) end
     local want = value_of(e.device, env)
@@ -265,7 +345,7 @@ local function check_var(e, ctx)
     if e.fill ~= nil then
       local c = v:detach():cpu():double()
       if not t.equal(c, t.full(shape_of(v), e.fill + 0.0, { dtype = t.float64 })) then
-        return no(string.format("%s should be filled with %s", var, tostring(e.fill)))
+        return no(string.format("%s should be filled with %s; it is %s", var, tostring(e.fill), short(v)))
       end
     end
     if e.values ~= nil then
@@ -273,7 +353,8 @@ local function check_var(e, ctx)
       if not is_tensor(ref) then ref = t.tensor(ref) end
       local a, b = v:detach():cpu():double(), ref:detach():cpu():double()
       if not same_list(shape_of(a), shape_of(b)) or not a:allclose(b, { rtol = 1e-4, atol = 1e-5 }) then
-        return no(string.format("%s does not hold the expected values", var))
+        return no(string.format("%s does not hold the expected values: it is %s, expected %s", var, short(v),
+          short(ref)))
       end
     end
     return true
@@ -283,7 +364,7 @@ local function check_var(e, ctx)
   end
   if e.equals ~= nil then
     local want = value_of(e.equals, env)
-    if v ~= want then return no(string.format("%s is %s, expected %s", var, tostring(v), tostring(want))) end
+    if not M.same_value(v, want) then return no(string.format("%s is %s, expected %s", var, short(v), short(want))) end
   end
   if e.test ~= nil then
     local ok, h = e.test(v, env)
@@ -307,7 +388,7 @@ function M.check_expectation(e, ctx)
   if e.result ~= nil then
     local want = value_of(e.result, ctx.env)
     local got = ctx.results and ctx.results[1]
-    if got ~= want then return false, nil end
+    if not M.same_value(got, want) then return false, nil end
     return true
   end
   if e.check then return e.check(ctx) end
@@ -317,12 +398,17 @@ end
 -- Checks a step after a cell. Returns true, or false and a hint (or nil).
 function M.check_step(step, ctx)
   -- a method called with `.` is the most common slip: say so first
+  -- (the session has printed its hints already: say where, not twice)
   if ctx.status == "error" then
-    local h = hints.after_error(ctx.env, ctx.src)
+    local h = ctx.hints or hints.after_error(ctx.env, ctx.src, ctx.err)
     for _, line in ipairs(h) do
       if line:find("Lua needs a colon", 1, true) then
-        return false, "forgot the `:`? " .. line:gsub("^hint: ", "")
+        return false, ctx.hints and "forgot the `:`? (the hint above shows the line with it)"
+          or ("forgot the `:`? " .. line:gsub("^hint: ", ""))
       end
+    end
+    if ctx.hints and #ctx.hints > 0 then
+      return false, "that cell failed; the hint above gives the Lua spelling"
     end
   end
   if type(step.check) == "function" then
@@ -359,17 +445,51 @@ local function rule(text)
   return "── " .. text .. " " .. string.rep("─", w > 3 and w or 3)
 end
 
+-- A step's setup makes what it builds on from earlier steps, for a
+-- learner who arrives without them (resuming in a new session, after
+-- %lesson skip): {{"X", "torch.ones(2, 3, {device = try_gpu()})"}, ...}
+-- makes each name that is not defined, in order, in the session; a
+-- function(env) runs as is. The learner's own values are never replaced.
+function Run:setup_step(st)
+  local env = self.session.env
+  if type(st.setup) == "function" then
+    local ok, err = pcall(st.setup, env)
+    if not ok then out("lesson: this step's setup failed: ", tostring(err), "\n") end
+    return
+  end
+  local made = {}
+  for _, pair in ipairs(st.setup or {}) do
+    local var, expr = pair[1], pair[2]
+    if env[var] == nil then
+      local fn, err = load("return " .. expr, "=(lesson setup)", "t", env)
+      local ok, v
+      if fn then ok, v = pcall(fn) else ok, v = false, err end
+      if not ok then
+        out("lesson: could not make ", var, " for this step: ", tostring(v), "\n")
+        return
+      end
+      env[var] = v  -- as the learner's `var = ...` would
+      made[#made + 1] = var .. " = " .. expr
+    end
+  end
+  if #made > 0 then
+    out("(made what this step builds on: ", table.concat(made, "; "), ")\n")
+  end
+end
+
 function Run:show()
   local st = self.lesson.steps[self.step]
   if not st then return end
   out("\n", rule(string.format("Step %d of %d: %s", self.step, #self.lesson.steps, st.title or "")), "\n")
   if st.explain then out(st.explain:gsub("^%s+", ""):gsub("%s+$", ""), "\n\n") end
   out("Task: ", st.task:gsub("^%s+", ""):gsub("%s+$", ""), "\n")
+  if st.setup then self:setup_step(st) end
 end
 
 function Run:finish()
   out("\n", rule("Lesson complete"), "\n", self.lesson.outro or
-    "You have done every step. `gshell --lesson " .. self.lesson.name .. " --restart` starts again.", "\n")
+    "You have done every step. `gshell --lesson " .. (self.lesson.ref or self.lesson.name) ..
+    " --restart` starts again.", "\n")
   self.done = true
 end
 
@@ -430,7 +550,9 @@ function M.start(session, name, opts)
   out("Type the code at the prompt. %lesson shows the task again, %lesson skip skips a step, " ..
     "%lesson quit stops (progress is kept).\n")
   if step > #lesson.steps then
-    out("You finished this lesson before; --restart (or %lesson " .. lesson.name .. " --restart) starts again.\n")
+    local ref = lesson.ref or lesson.name
+    out("You finished this lesson before; `gshell --lesson " .. ref .. " --restart` (or `%lesson " .. ref ..
+      " --restart`) starts again.\n")
     run.done = true
   else
     if step > 1 then out(string.format("Resuming at step %d (of %d).\n", step, #lesson.steps)) end

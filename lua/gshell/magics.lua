@@ -474,9 +474,40 @@ function M.run(session, line)
   local name, rest = line:match("^%%%%?([%a_][%w_]*)%s*(.*)$")
   local f = name and magics[name]
   if not f then
-    error(string.format("unknown magic %%%s (%%magic lists them)", name or line), 0)
+    -- %timit, %devcies: name the closest magic
+    local near
+    if name then
+      local best = 3
+      for m in pairs(magics) do
+        if type(m) == "string" then
+          local d = M.name_distance(name, m)
+          if d < best and d <= math.max(1, #name // 3) then near, best = m, d end
+        end
+      end
+    end
+    error(string.format("unknown magic %%%s%s (%%magic lists them)", name or line,
+      near and string.format(" (did you mean %%%s?)", near) or ""), 0)
   end
   return f(session, rest)
+end
+
+-- Edit distance between two short names (insert, delete, substitute, swap).
+function M.name_distance(a, b)
+  local m, n = #a, #b
+  local d = {}
+  for i = 0, m do d[i] = { [0] = i } end
+  for j = 0, n do d[0][j] = j end
+  for i = 1, m do
+    for j = 1, n do
+      local c = d[i - 1][j - 1] + (a:sub(i, i) == b:sub(j, j) and 0 or 1)
+      c = math.min(c, d[i - 1][j] + 1, d[i][j - 1] + 1)
+      if i > 1 and j > 1 and a:sub(i, i) == b:sub(j - 1, j - 1) and a:sub(i - 1, i - 1) == b:sub(j, j) then
+        c = math.min(c, d[i - 2][j - 2] + 1)
+      end
+      d[i][j] = c
+    end
+  end
+  return d[m][n]
 end
 
 return M

@@ -61,6 +61,23 @@ function M.split_cells(src)
     end
   end
   flush()
+  -- The comment block a file starts with, before its first `-- %%` (a
+  -- title, the `-- gshell:` header line), is the notebook's header, not a
+  -- cell: it is not run or numbered; --md keeps its text as Markdown.
+  local c1 = cells[1]
+  if c1 and c1.kind == "code" and n > 0 and c1.line <= 2 and src:find("\n%-%- ?%%%%") then
+    local only_comments = true
+    for l in (c1.text .. "\n"):gmatch("(.-)\n") do
+      if not (l:match("^%s*$") or (l:match("^%s*%-%-") and not l:match("^%s*%-%-%[=*%["))) then only_comments = false end
+    end
+    if only_comments and not src:match("^[^\n]*%-%- ?%%%%") then
+      local text = {}
+      for l in (c1.text .. "\n"):gmatch("(.-)\n") do
+        if not l:match("^%-%-%s*gshell:") then text[#text + 1] = (l:gsub("^%s*%-%- ?", "")) end
+      end
+      c1.kind, c1.text = "header", table.concat(trim_blank_lines(text), "\n")
+    end
+  end
   return cells
 end
 
@@ -88,7 +105,9 @@ function M.run(path, md_path)
   local failed = 0
   local n = 0
   for _, cell in ipairs(M.split_cells(src)) do
-    if cell.kind == "markdown" then
+    if cell.kind == "header" then
+      if cell.text ~= "" then md[#md + 1] = cell.text .. "\n" end
+    elseif cell.kind == "markdown" then
       md[#md + 1] = cell.text .. "\n"
     else
       n = n + 1

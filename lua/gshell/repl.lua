@@ -84,15 +84,19 @@ function M.lesson(name, restart)
 end
 
 -- The greeting: version, Lua, and the devices, saying plainly whether the
--- CUDA devices are real or simulated.
-function M.banner()
+-- CUDA devices are real or simulated. kernel: the Jupyter kernel's, which
+-- names no command-line flag (a kernel takes none: its kernelspec's env
+-- does the same) and says when it simulates GPUs on its own.
+function M.banner(kernel)
   local core = require "gshell.core"
   local magics = require "gshell.magics"
   local devs = magics.cuda_devices()
   local lines = {}
   local head = string.format("gshell %s (%s)", core.version, core.lua_release)
   if #devs == 0 then
-    lines[1] = head .. ": CPU only, no CUDA device (`gshell --sim-gpus 2` simulates two)"
+    lines[1] = head .. ": CPU only, no CUDA device" .. (kernel
+      and " (GSHELL_SIM_GPUS=2 in the kernelspec's env, or `GSHELL_SIM_GPUS=2 gshell --install-kernel`, simulates two)"
+      or " (`gshell --sim-gpus 2` simulates two)")
   else
     local nsim = 0
     for _, d in ipairs(devs) do if d.simulated then nsim = nsim + 1 end end
@@ -108,6 +112,11 @@ function M.banner()
     for _, d in ipairs(devs) do
       lines[#lines + 1] = string.format("  cuda:%d  %s%s%s", d.index, tostring(d.name or "?"),
         d.total and ("  " .. magics.fmt_bytes(d.total)) or "", d.simulated and "  [simulated]" or "")
+    end
+    local auto = kernel and os.getenv("GSHELL_KERNEL_SIM_AUTO")
+    if auto then
+      lines[#lines + 1] = string.format("  (no CUDA GPU on this machine, so this kernel simulates %s; " ..
+        "GSHELL_SIM_GPUS=0 in the kernelspec's env gives none)", auto)
     end
     local cold = magics.sim_context_ms()
     if cold > 0 then

@@ -329,6 +329,7 @@ function M.new(opts)
   self.handler = function(e)
     local msg = hints.locate(M.error_text(e), 2)
     self.last_traceback = hints.user_traceback(debug.traceback(msg, 2))
+    self.tb_serial = (self.tb_serial or 0) + 1   -- (the kernel asks whether a cell made one)
     return msg
   end
   -- `return f(x)` would be a tail call, which drops the cell's frame from
@@ -435,7 +436,9 @@ function Session:compile(src, opts)
     flast = last and load(pad .. last, name, "t", self.env)
   end
   if not f and not flast then
-    if opts.allow_incomplete and err:sub(-5) == "<eof>" then return nil, "incomplete" end
+    if opts.allow_incomplete and err:sub(-5) == "<eof>" and not require("gshell.pyhints").is_python_block(src) then
+      return nil, "incomplete"
+    end
     return nil, err
   end
   -- It is: run the version with top-level locals rewritten (falling back
@@ -480,15 +483,23 @@ function Session:run_cell(src, opts)
   if not fn then
     if silent == "incomplete" then return "incomplete" end
     self.err(silent)
-    self:after_cell(src, opts, { status = "error", err = silent })
+    local hs = require("gshell.pyhints").after_syntax_error(src, silent, opts.first_line)
+    for _, h in ipairs(hs) do self.err(h) end
+    self:after_cell(src, opts, { status = "error", err = silent, hints = hs })
     return "error"
   end
   local ok, res = self:call(fn, table.unpack(opts.args or {}))
   if not ok then
+    local hs = hints.after_error(self.env, src, res)
+    res = hints.drop_colon_clause(res, hs)
     self.err(res)
-    for _, h in ipairs(hints.after_error(self.env, src)) do self.err(h) end
-    self:after_cell(src, opts, { status = "error", err = res })
+    for _, h in ipairs(hs) do self.err(h) end
+    self:after_cell(src, opts, { status = "error", err = res, hints = hs })
     return "error"
+  end
+  if not opts.script then
+    -- a cell that ran is no error: its hints go with its output
+    for _, h in ipairs(require("gshell.pyhints").python_constants(src, self.env)) do io.stdout:write(h, "\n") end
   end
   if not silent and not opts.script then
     -- showing a value may wait for a device: an error it finds there (a

@@ -67,6 +67,51 @@ local function check_fn(fn, where)
   end
 end
 
+-- Profiles nest (a script's own profile under `gshell --trace`, a %prof
+-- around code that profiles): the engine records one list at a time, so
+-- a recording that starts inside another stops the engine, keeps what the
+-- outer one had so far, and records afresh; when it ends, its events are
+-- handed to the outer one too and the engine records on for it. Each
+-- level: {chunks = {event lists kept so far}, shapes = record_shapes}.
+local levels = {}
+
+local function copy_events(list)
+  local out = {}
+  for i, e in ipairs(list) do
+    local c = {}
+    for k, v in pairs(e) do c[k] = v end
+    out[i] = c
+  end
+  return out
+end
+
+local function begin_recording(shapes)
+  if #levels > 0 then
+    prof.stop()
+    local top = levels[#levels]
+    top.chunks[#top.chunks + 1] = prof.events()
+  end
+  levels[#levels + 1] = { chunks = {}, shapes = shapes or false }
+  prof.start(shapes)
+end
+
+-- Stops the innermost recording; returns all its events.
+local function end_recording()
+  prof.stop()
+  local lvl = table.remove(levels)
+  local all = {}
+  for _, chunk in ipairs(lvl.chunks) do
+    for _, e in ipairs(chunk) do all[#all + 1] = e end
+  end
+  for _, e in ipairs(prof.events()) do all[#all + 1] = e end
+  if #levels > 0 then
+    local top = levels[#levels]
+    top.chunks[#top.chunks + 1] = copy_events(all)
+    prof.start(top.shapes)
+  end
+  return all
+end
+
 -- profile(fn[, opts]): runs fn (devices synchronised after it, so its
 -- queued work is measured too) and returns the profile, then fn's results.
 function M.profile(fn, opts)
@@ -80,20 +125,19 @@ function M.profile(fn, opts)
   if shapes ~= nil and type(shapes) ~= "boolean" then
     error("torch.profiler.profile: record_shapes must be true or false, got " .. type(shapes), 2)
   end
-  if prof.recording() then
+  if prof.recording() and #levels == 0 then
     error("torch.profiler.profile: a profile is already recording (profiles do not nest)", 2)
   end
   synchronize_all()              -- earlier work is not this profile's
-  prof.start(shapes)
+  begin_recording(shapes)
   local t0 = prof.now()
   local res = table.pack(pcall(fn))
   local fn_end = prof.now()
   local synced, why = pcall(synchronize_all)
   local t1 = prof.now()
-  prof.stop()
+  local raw = end_recording()
   if not res[1] then error(res[2], 0) end
   if not synced then error(why, 0) end
-  local raw = prof.events()
   -- the waits of the final synchronisation are the profiler's, not fn's
   local kept = {}
   for _, e in ipairs(raw) do
@@ -106,7 +150,7 @@ end
 local trace_t0
 function M._trace_start()
   if prof.recording() then return end
-  prof.start(false)
+  begin_recording(false)
   trace_t0 = prof.now()
 end
 
@@ -116,8 +160,9 @@ function M._trace_write(path)
   if not trace_t0 then error("no trace is recording", 0) end
   pcall(synchronize_all)
   local t1 = prof.now()
-  prof.stop()
-  local p = new_profile(prof.events(), trace_t0, t1, false)
+  -- a profile the script left unfinished (an error inside it) ends here
+  while #levels > 1 do end_recording() end
+  local p = new_profile(end_recording(), trace_t0, t1, false)
   trace_t0 = nil
   local script = type(arg) == "table" and type(arg[0]) == "string" and arg[0] or nil
   if path:lower():match("%.svg$") then
@@ -434,8 +479,11 @@ function Profile:export_timeline(path, opts)
 end
 
 -- Jupyter shows a profile as its timeline (gshell.kernel asks for this).
+-- It scales to the notebook's width (never beyond its own), rather than
+-- being cut off or scrolled.
 function Profile:_repr_svg_()
-  return self:timeline_svg()
+  local svg = self:timeline_svg()
+  return (svg:gsub('^(<svg[^>]-) width="(%d+)" height="%d+"', '%1 width="100%%" style="max-width: %2px; height: auto"', 1))
 end
 
 M.Profile = Profile

@@ -101,6 +101,36 @@ local function fit(text, w)
   return nil
 end
 
+-- The legend's entries: the kernels' colours, then copies, waits, idle.
+local function legend_items(p)
+  local items = {
+    { COPY_FILL, "copy between memories" }, { "url(#wait)", "host waiting for a device" },
+    { LANE_FILL, "device idle / host in Lua between ops" },
+  }
+  -- the kernels' colours: one key per op, the longest first (at most 8)
+  local total, names = {}, {}
+  for _, e in ipairs(p.events) do
+    if e.kind ~= "copy" and e.kind ~= "sync" then
+      if not total[e.name] then names[#names + 1] = e.name; total[e.name] = 0 end
+      total[e.name] = total[e.name] + (e.t1 - e.t0)
+    end
+  end
+  table.sort(names, function(a, b) if total[a] ~= total[b] then return total[a] > total[b] end return a < b end)
+  for i = 1, math.min(#names, 8) do table.insert(items, i, { colour(names[i]), names[i] }) end
+  return items
+end
+
+-- How many rows the legend takes (the render loop wraps the same way).
+local function legend_rows(items)
+  local x, rows = LEFT, 1
+  for _, it in ipairs(items) do
+    local w = 44 + math.floor(#it[2] * CHAR_W)
+    if x + w > WIDTH - RIGHT and x > LEFT then x, rows = LEFT, rows + 1 end
+    x = x + w
+  end
+  return rows
+end
+
 function M.render(p, opts)
   opts = opts or {}
   local title = opts.title or "gshell profile"
@@ -108,7 +138,7 @@ function M.render(p, opts)
   local duration = math.max(p.duration_ns, 1)
   local plot_w = WIDTH - LEFT - RIGHT
   local function x_of(t) return LEFT + plot_w * t / duration end
-  local height = TOP + math.max(#lanes, 1) * LANE_H + 60
+  local height = TOP + math.max(#lanes, 1) * LANE_H + 40 + 20 * legend_rows(legend_items(p))
   local out = {}
   local function add(s) out[#out + 1] = s end
   add(string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" ' ..
@@ -158,7 +188,9 @@ function M.render(p, opts)
     add(string.format('<rect x="%d" y="%s" width="%d" height="%d" fill="%s"/>', LEFT, fmt(by), plot_w, BOX_H, LANE_FILL))
     for _, g in ipairs(gaps_of(events, duration)) do
       local x0, x1 = x_of(g[1]), x_of(g[2])
-      local text = "idle " .. profiler.format_time(g[2] - g[1])
+      -- a device with nothing queued is idle; the host between ops is busy
+      -- running the program (Lua, the interpreter), just not in an op
+      local text = (l.lane == "host" and "Lua " or "idle ") .. profiler.format_time(g[2] - g[1])
       if x1 - x0 >= #text * CHAR_W + 10 then
         add(string.format('<text class="idle" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" ' ..
           'fill="%s" font-style="italic" font-size="10">%s</text>', fmt((x0 + x1) / 2), fmt(by + BOX_H / 2),
@@ -189,17 +221,16 @@ function M.render(p, opts)
 
   -- the legend
   local ly = lanes_bottom + 22
-  local items = {
-    { PALETTE[1], "kernel (a colour per op)" }, { COPY_FILL, "copy between memories" },
-    { "url(#wait)", "host waiting for a device" }, { LANE_FILL, "idle" },
-  }
+  local items = legend_items(p)
   local x = LEFT
   add('<g class="legend">')
   for _, it in ipairs(items) do
+    local w = 44 + math.floor(#it[2] * CHAR_W)
+    if x + w > WIDTH - RIGHT and x > LEFT then x, ly = LEFT, ly + 20 end  -- wrap to a new row
     add(string.format('<rect x="%d" y="%d" width="14" height="14" fill="%s" stroke="#999999" stroke-width="0.5"/>',
       x, ly, it[1]))
-    add(string.format('<text x="%d" y="%d" dominant-baseline="middle">%s</text>', x + 20, ly + 7, esc(it[2])))
-    x = x + 44 + math.floor(#it[2] * CHAR_W)
+    add(string.format('<text class="key" x="%d" y="%d" dominant-baseline="middle">%s</text>', x + 20, ly + 7, esc(it[2])))
+    x = x + w
   end
   add('</g>')
   add('</svg>')

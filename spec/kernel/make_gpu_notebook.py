@@ -21,10 +21,12 @@ def cells():
           "The *GPUs* chapter of Dive into Deep Learning, cell by cell, in Lua with gshell's "
           "PyTorch-like `torch`. Every cell is what you would type at the `gshell>` prompt: the "
           "value of a cell's last line is its `Out`.\n\n"
-          "The outputs stored here come from **two simulated GPUs** (install the kernel with "
-          "`GSHELL_SIM_GPUS=2 gshell --install-kernel --user`). On a machine with real GPUs the "
-          "same cells run on them; with none, `try_gpu()` is the CPU and the cells that need a "
-          "second GPU say so."),
+          "Install the kernel as the README says, `build/gshell --install-kernel --user`, and "
+          "pick *gshell (Lua + torch)*. On a machine with real GPUs the cells run on them; on a "
+          "machine without one the kernel simulates two in host memory (its banner says so), "
+          "which is how the outputs stored here were made. With a single GPU, or with "
+          "`GSHELL_SIM_GPUS=0` in the kernelspec's env (no GPU at all: `try_gpu()` is the CPU), "
+          "the cells that need a second GPU say so and go on."),
         C("torch.manual_seed(0);\ntorch.cuda.device_count(), torch.cuda.is_simulated()"),
         M("## `!nvidia-smi`\n\nThe book starts by asking the driver what GPUs there are. "
           "`torch.cuda.smi()` prints the same table for gshell's devices, real or simulated."),
@@ -43,11 +45,21 @@ def cells():
         C("Y = torch.rand(2, 3, {device = try_gpu(1)})\nY"),
         M("### Copying\n\nTo compute `X + Y`, both must be on one device: copy `X` to the second "
           "GPU."),
-        C("Z = X:cuda(1)\nprint(X)\nprint(Z)"),
+        C("if torch.cuda.device_count() >= 2 then\n"
+          "  Z = X:cuda(1)\n"
+          "else  -- X:cuda(1) needs a second GPU: Z goes where Y is\n"
+          "  print(\"(no second GPU here, so Z = X:to(try_gpu(1)) instead of X:cuda(1))\")\n"
+          "  Z = X:to(try_gpu(1))\n"
+          "end\n"
+          "print(X)\nprint(Z)"),
         C("Y + Z"),
         M("`Z:cuda(1)` on a tensor already there returns the same tensor, not a copy "
           "(Python's `Z.cuda(1) is Z`)."),
-        C("rawequal(Z:cuda(1), Z)"),
+        C("if torch.cuda.device_count() < 2 then\n"
+          "  print(\"(no second GPU here: the same question with Z:to(try_gpu(1)))\")\n"
+          "  return rawequal(Z:to(try_gpu(1)), Z)\n"
+          "end\n"
+          "rawequal(Z:cuda(1), Z)"),
         M("### Side notes\n\nAdding tensors on different devices is an error, not a silent "
           "copy:"),
         C("X + Y", metadata={"tags": ["raises-exception"]}),
@@ -65,7 +77,11 @@ def cells():
         C("net = nn.Sequential(nn.Linear(3, 1))\nnet = net:to(try_gpu())\nnet(X)"),
         C("net[1].weight.data.device"),
         M("## Memory on the device\n\nAs PyTorch reports it:"),
-        C("torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0)"),
+        C("if torch.cuda.device_count() == 0 then\n"
+          "  print(\"(no GPU here: nothing is allocated on a device)\")\n"
+          "  return\n"
+          "end\n"
+          "torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0)"),
         M("## Timing\n\nDevice work is asynchronous: `%timeit` synchronises the devices, so it "
           "measures the work, not the queueing. (Timings differ from run to run.)"),
         C("local A = torch.rand(256, 256, {device = try_gpu()})\n"

@@ -45,6 +45,10 @@ def protocol(gshell, out):
         r["exec_error"] = U.run(kc, "local t = nil\nt.x = 1")
         r["exec_syntax"] = U.run(kc, "x = = 1")
         r["exec_hint"] = U.run(kc, "x.cuda(1)")
+        # issue 22: Python spellings get their Lua one in a cell; %tb shows the last error
+        r["exec_python"] = U.run(kc, "y = torch.ones(2, 3, device='cpu')")
+        r["exec_fail"] = U.run(kc, "local function inner() error('deep failure') end\ninner()")
+        r["exec_tb"] = U.run(kc, "%tb")
         r["exec_stderr"] = U.run(kc, "io.stderr:write('to stderr\\n')")
         # issue 22 item 1: a device error found by the cell's display is the
         # cell's error, and the value stays unreadable afterwards

@@ -112,6 +112,14 @@ gs_tensor *gsL_checktensor(lua_State *L, int idx) {
   if (t) return t;
   gs_tensor **p = luaL_testudata(L, idx, GSL_TENSOR_MT);
   if (p) luaL_error(L, "bad argument #%d: this tensor was already freed (closed)", idx);
+  /* Python's x.cuda(1) in Lua calls the method without its tensor: the
+   * message names the colon form itself, so the hint survives pcall and
+   * chained calls (torch.arange(6).reshape(2, 3)). */
+  lua_Debug ar;
+  if (idx == 1 && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name &&
+      (strcmp(ar.namewhat, "method") == 0 || strcmp(ar.namewhat, "field") == 0))
+    luaL_error(L, "bad argument #1 to '%s': expected a tensor, got %s; a method needs its tensor before a "
+               "colon: write `x:%s(...)`, not `x.%s(...)`", ar.name, luaL_typename(L, idx), ar.name, ar.name, ar.name);
   luaL_error(L, "bad argument #%d: expected a tensor, got %s", idx, luaL_typename(L, idx));
   return NULL;
 }

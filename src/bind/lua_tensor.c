@@ -134,6 +134,79 @@ static int push_field(lua_State *L, gs_tensor *t, const char *k) {
   return 0;
 }
 
+/* ---- no silent nil, no silent == (issue 22, item 5) ---- */
+
+/* The fields __index answers (push_field), for the did-you-mean below,
+ * completion and help (the metatable's __fields). */
+static const char *const tensor_fields[] = {"device", "dtype", "shape", "ndim", "is_cuda", "is_leaf", "requires_grad",
+                                            "grad", "grad_fn", "data", "T", NULL};
+
+/* Edit distance (insert, delete, substitute, swap of neighbours) between
+ * two short names, capped: names longer than 40 bytes count as far. */
+static int name_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b);
+  if (n > 40 || m > 40) return 99;
+  int d[41][41];
+  for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= n; i++)
+    for (size_t j = 1; j <= m; j++) {
+      int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+        c = d[i - 2][j - 2] + 1;
+      d[i][j] = c;
+    }
+  return d[n][m];
+}
+
+/* x.devcie, x.foo: reading a name a tensor does not have is an error that
+ * names the closest field or method (methods: the table at `methods`), not
+ * a silent nil that fails far away. Names starting with `_` stay nil: they
+ * are protocol probes (`_repr_html_`), never typed by a learner. */
+static int unknown_field(lua_State *L, int methods, const char *k) {
+  if (k[0] == '_') { lua_pushnil(L); return 1; }
+  const char *best = NULL;
+  int bestd = strlen(k) <= 3 ? 1 : 2; /* farther is no longer a slip */
+  for (int i = 0; tensor_fields[i]; i++) {
+    int d = name_distance(k, tensor_fields[i]);
+    if (d <= bestd && (best == NULL || d < bestd)) { best = tensor_fields[i]; bestd = d; }
+  }
+  lua_pushnil(L);
+  while (lua_next(L, methods)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) continue;
+    const char *m = lua_tostring(L, -1);
+    if (m[0] == '_') continue;
+    int d = name_distance(k, m);
+    if (d < bestd || (d == bestd && best == NULL)) { best = m; bestd = d; }
+  }
+  if (best) {
+    /* best points into the methods table's keys or a static string: both outlive the error */
+    int is_field = 0;
+    for (int i = 0; tensor_fields[i]; i++) is_field |= strcmp(best, tensor_fields[i]) == 0;
+    if (is_field) return luaL_error(L, "a tensor has no field or method '%s' (did you mean '%s'?)", k, best);
+    return luaL_error(L, "a tensor has no field or method '%s' (did you mean the method '%s'? call it as x:%s(...))",
+                      k, best, best);
+  }
+  return luaL_error(L, "a tensor has no field or method '%s': its fields are device, dtype, shape, ndim, is_cuda, "
+                    "is_leaf, requires_grad, grad, grad_fn, data and T; help(x) lists its methods", k);
+}
+
+/* x == y on two different tensors: Lua's == must give a boolean, so it
+ * cannot be PyTorch's elementwise comparison, and a plain false would be a
+ * silent wrong answer. The same object never gets here (Lua compares it
+ * equal itself). */
+static int t_eq(lua_State *L) {
+  if (gsL_testtensor(L, 1) && gsL_testtensor(L, 2))
+    return luaL_error(L, "== on two tensors: Lua's == cannot give a tensor; use x:eq(y) for the elementwise "
+                      "comparison (as PyTorch's x == y), x:equal(y) for one boolean (same shape and values), "
+                      "or rawequal(x, y) to ask whether they are the same object");
+  lua_pushboolean(L, 0);
+  return 1;
+}
+
 static int t_index(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING) {
@@ -141,8 +214,7 @@ static int t_index(lua_State *L) {
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
     lua_pop(L, 1);
     if (push_field(L, t, lua_tostring(L, 2))) return 1;
-    lua_pushnil(L);
-    return 1;
+    return unknown_field(L, lua_upvalueindex(1), lua_tostring(L, 2));
   }
   gsL_pushtensor(L, index_view(L, t, 2));
   return 1;
@@ -229,16 +301,15 @@ void gsL_open_tensor(lua_State *L) {
     {"__gc", t_gc}, {"__close", t_gc}, {"__tostring", t_tostring}, {"__len", t_len},
     {"__newindex", t_newindex}, {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul},
     {"__div", t_div}, {"__idiv", t_idiv}, {"__mod", t_mod}, {"__pow", t_pow}, {"__unm", t_unm},
+    {"__eq", t_eq}, /* no silent == (issue 22, item 5) */
     {NULL, NULL}};
   luaL_setfuncs(L, meta, 0);
   lua_pushliteral(L, "torch.Tensor");
   lua_setfield(L, -2, "__name");
   /* the fields __index answers, for completion and help */
-  static const char *fields[] = {"device", "dtype", "shape", "ndim", "is_cuda", "is_leaf", "requires_grad",
-                                 "grad", "grad_fn", "data", "T"};
-  lua_createtable(L, (int)(sizeof fields / sizeof fields[0]), 0);
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    lua_pushstring(L, fields[i]);
+  lua_newtable(L);
+  for (int i = 0; tensor_fields[i]; i++) {
+    lua_pushstring(L, tensor_fields[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "__fields");

@@ -78,23 +78,27 @@ anywhere; try_all_gpus() gives every GPU (or {cpu}).]],
 X is on cuda:0 and Y on cuda:1. An operation needs all its tensors on one
 device; gshell never copies behind your back.]],
       task = "Type `X + Y` and read the error.",
+      setup = { { "X", "torch.ones(2, 3, {device = try_gpu()})" }, { "Y", "torch.rand(2, 3, {device = try_gpu(1)})" } },
       expect = { { error = "same device" } },
       done = "To combine them, one of them has to be copied first.",
     },
     {
       title = "Copying",
       task = "Copy X to the second GPU: `Z = X:cuda(1)` (note the `:`).",
+      setup = { { "X", "torch.ones(2, 3, {device = try_gpu()})" } },
       expect = { { var = "Z", device = gpu(1), shape = { 2, 3 }, fill = 1 } },
     },
     {
       title = "Now they add",
       task = "Set `S = Y + Z`.",
+      setup = { { "X", "torch.ones(2, 3, {device = try_gpu()})" }, { "Y", "torch.rand(2, 3, {device = try_gpu(1)})" }, { "Z", "X:to(try_gpu(1))" } },
       expect = { { var = "S", device = gpu(1), values = function(env) return env.Y + 1 end } },
     },
     {
       title = "No copy when already there",
       explain = "Moving a tensor to where it already is returns the very same tensor: no copy, no memory.",
       task = "Set `same = rawequal(Z:cuda(1), Z)`.",
+      setup = { { "X", "torch.ones(2, 3, {device = try_gpu()})" }, { "Z", "X:to(try_gpu(1))" } },
       expect = { { var = "same", equals = true } },
     },
     {
@@ -106,12 +110,14 @@ device; gshell never copies behind your back.]],
     {
       title = "Forward on the GPU",
       task = "Run the network on X: `out = net(X)`.",
+      setup = { { "X", "torch.ones(2, 3, {device = try_gpu()})" }, { "net", "nn.Sequential(nn.Linear(3, 1)):to(try_gpu())" } },
       expect = { { var = "out", device = gpu(0), shape = { 2, 1 } } },
       done = "Inputs and parameters on the same GPU: the output is there too.",
     },
     {
       title = "Where the weights are",
       task = "Set `w_dev = net[1].weight.data.device` (positions are 1-based in Lua).",
+      setup = { { "net", "nn.Sequential(nn.Linear(3, 1)):to(try_gpu())" } },
       expect = { { var = "w_dev", is = "device", device = gpu(0) } },
     },
     {
@@ -125,8 +131,10 @@ times are the host's.]],
       expect = {
         { var = "A", device = gpu(0), shape = { 500, 500 } },
         { var = "t", type = "table", test = function(v)
-            return type(v.average) == "number", "t should be what %timeit -o returns"
-          end },
+            return type(v.average) == "number"
+          end,
+          hint = "t should be what `%timeit -o` returns: `t = %timeit -o -q A:matmul(A)` (-o gives the " ..
+            "measurement back as a value, -q prints nothing)" },
       },
     },
     {
@@ -135,6 +143,7 @@ times are the host's.]],
 torch.save writes a state dict; each tensor's device is kept and restored
 on load (map_location changes it). lesson_dir is a scratch directory.]],
       task = "Save net's state dict to lesson_dir .. '/net.safetensors', then load it back into `sd`.",
+      setup = { { "net", "nn.Sequential(nn.Linear(3, 1)):to(try_gpu())" } },
       expect = {
         { var = "sd", type = "table", test = function(v, env)
             local w = v["1.weight"]
@@ -169,7 +178,9 @@ and copying once at the end does not.]],
         "then `C0, C1 = A0:matmul(A0), A1:matmul(A1)`.",
       expect = {
         { var = "C0", device = gpu(0), shape = { 300, 300 } },
-        { var = "C1", device = gpu(1), values = function(env) return env.C0 end },
+        { var = "C1", device = gpu(1), values = function(env) return env.C0 end,
+          hint = "C1 should be computed on the second GPU, not copied there: `C1 = A1:matmul(A1)` with " ..
+            "A1 = A0:to(try_gpu(1)), so both GPUs work at once" },
       },
       done = "Same numbers, computed on two devices.",
     },
