@@ -16,6 +16,9 @@ gs_status gs_cpu_arange(gs_tensor *dst, double start, double step);
 gs_status gs_cpu_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset);
 gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
 gs_status gs_cpu_check_index(const gs_tensor *idx, int64_t size, int code);
+/* convolution (cpu_conv.c) */
+gs_status gs_cpu_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g);
+gs_status gs_cpu_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g);
 
 /* The same kernels for a device that reports errors in the data later
  * (simulated GPUs, gs_devflag.h): with flag non-NULL, an integer division
