@@ -64,6 +64,10 @@ sum_rows_16M|x:sum(2), 4096x4096 float32 (along rows)|higher|1
 sum_cols_16M|x:sum(1), 4096x4096 float32 (down columns)|higher|1
 copy_16M|y:copy_(x), 16M float32 (memory bandwidth)|higher|-
 mlp_step|MLP 784-256-10 train step, batch 256, SGD|higher|1
+conv_lenet1|conv2d 1->6 5x5 pad 2, 28x28, batch 256, fwd+bwd GFLOP/s (PyTorch: best of 1, 2 threads)|higher|-
+conv_lenet2|conv2d 6->16 5x5, 14x14, batch 256, fwd+bwd GFLOP/s (PyTorch: best of 1, 2 threads)|higher|-
+conv_res28|conv2d 64->64 3x3 pad 1, 28x28, batch 32, fwd+bwd GFLOP/s (PyTorch: best of 1, 2 threads)|higher|1
+conv_res56|conv2d 64->64 3x3 pad 1, 56x56, batch 8, fwd+bwd GFLOP/s (PyTorch: best of 1, 2 threads)|higher|1
 SPEC
 
 # Best value per side and key ("nan": that side failed or lacks the feature).

@@ -266,6 +266,20 @@ local OPS = {
       y:backward()
       return seen, x.grad
     end },
+
+  -- ---- convolution (torch.conv2d / conv1d; not a tensor method)
+  { "conv2d (and conv1d): output and every gradient", function(d)
+      local x = d.BA:view(1, 2, 3, 4):clone():requires_grad_()          -- [1, 2, 3, 4]
+      local w = d.BB:view(2, 2, 2, 5):clone():requires_grad_()          -- [2, 2, 2, 5]
+      local b = d.row:narrow(1, 1, 2):clone():requires_grad_()
+      local y = torch.conv2d(x, w, b, { padding = { 1, 2 }, stride = { 2, 1 } })
+      y:backward(y:detach() * 0.5 + 1)
+      local x1 = d.BA:clone():requires_grad_()                           -- [2, 3, 4]
+      local w1 = d.BB:view(-1):narrow(1, 1, 12):view(2, 3, 2):clone():requires_grad_()
+      local y1 = torch.conv1d(x1, w1, nil, { padding = "same", dilation = 2 })
+      y1:sum():backward()
+      return y, x.grad, w.grad, b.grad, y1, x1.grad, w1.grad
+    end, covers = {} },
 }
 
 -- torch.* functions that make or join tensors on a given device.

@@ -571,6 +571,57 @@ check("a large product (1024 x 1024 float32)", function()
   same_op(function(x, y) return x:mm(y) end, {torch.randn(1024, 1024), torch.randn(1024, 1024)}, 1e-3, 1e-3)
 end)
 
+---------------------------------------------------------------- convolution (conv2d)
+
+-- conv2d/conv1d on the device against the cpu: the output and the input,
+-- weight and bias gradients for the same inputs and output gradient.
+local function conv_run(d, nd, xs, ws, opts, dt, bias)
+  torch.manual_seed(31)
+  local x = torch.randn(xs, {dtype = dt}):to(d):requires_grad_()
+  local w = torch.randn(ws, {dtype = dt}):to(d):requires_grad_()
+  local b = bias and torch.randn(ws[1], {dtype = dt}):to(d):requires_grad_() or nil
+  local y = (nd == 2 and torch.conv2d or torch.conv1d)(x, w, b, opts)
+  y:backward(torch.randn(y.shape, {dtype = dt}):to(d))
+  return y:detach(), x.grad, w.grad, b and b.grad or nil
+end
+local function conv_same(nd, xs, ws, opts, bias)
+  for _, dt in ipairs({torch.float32, torch.float64}) do
+    local r = dt == torch.float64 and 1e-10 or 1e-4
+    local c = {conv_run("cpu", nd, xs, ws, opts, dt, bias)}
+    local g = {conv_run(dev, nd, xs, ws, opts, dt, bias)}
+    for i, what in ipairs({"output", "input gradient", "weight gradient", "bias gradient"}) do
+      if c[i] then expect_same(c[i], g[i], r, r, dname(dt) .. " " .. what) end
+    end
+  end
+end
+check("conv2d forward and every gradient: odd shapes, stride, padding, bias", function()
+  conv_same(2, {2, 3, 13, 11}, {5, 3, 3, 3}, {padding = 1}, true)
+  conv_same(2, {3, 2, 17, 9}, {4, 2, 5, 3}, {stride = {2, 3}, padding = {2, 0}}, true)
+  conv_same(2, {1, 1, 9, 9}, {1, 1, 2, 2}, {stride = 3}, false)
+end)
+check("conv2d dilation, groups, depthwise, 'same' (even kernel), 1x1, unbatched", function()
+  conv_same(2, {2, 4, 12, 10}, {6, 2, 3, 3}, {dilation = 2, padding = 2, groups = 2}, true)
+  conv_same(2, {2, 8, 9, 9}, {8, 1, 3, 3}, {padding = 1, groups = 8}, true)
+  conv_same(2, {2, 3, 8, 7}, {4, 3, 4, 2}, {padding = "same"}, true)
+  conv_same(2, {4, 16, 7, 7}, {8, 16, 1, 1}, {}, true)
+  conv_same(2, {3, 10, 8}, {2, 3, 3, 3}, {}, true)
+end)
+check("conv1d forward and every gradient", function()
+  conv_same(1, {2, 3, 29}, {4, 3, 5}, {stride = 2, padding = 3, dilation = 2}, true)
+  conv_same(1, {2, 4, 16}, {4, 1, 3}, {padding = "same", groups = 4}, false)
+end)
+check("conv2d with the batch in chunks (column cap lowered) equals one chunk", function()
+  local cap = torch._conv_col_cap(4096)
+  local ok, err = pcall(conv_same, 2, {5, 3, 10, 9}, {4, 3, 3, 3}, {padding = 1}, true)
+  torch._conv_col_cap(cap)
+  if not ok then error(err, 0) end
+end)
+check("conv2d is deterministic on the device (no atomics): two runs, same bits", function()
+  local a = {conv_run(dev, 2, {8, 16, 28, 28}, {32, 16, 3, 3}, {padding = 1}, torch.float32, true)}
+  local b = {conv_run(dev, 2, {8, 16, 28, 28}, {32, 16, 3, 3}, {padding = 1}, torch.float32, true)}
+  for i = 1, 4 do expect(a[i]:cpu():equal(b[i]:cpu()), "result " .. i .. " differs between two runs") end
+end)
+
 ---------------------------------------------------------------- autograd and nn
 
 check("autograd through matmul, relu, softmax, sum", function()

@@ -103,3 +103,28 @@ else
     return 1 / time_per_iter(step, 20, 5, 3)
   end)
 end
+
+-- convolution layers, forward + backward (input, weight and bias gradients):
+-- GFLOP/s counting 3 products of 2*N*Cout*(Cin*k*k)*(oh*ow) flops each.
+-- D2L's LeNet layers at batch 256, a ResNet 3x3 64->64 layer at 28x28 and
+-- 56x56. The same work as bench/py/ops.py's conv rows.
+local function conv_layer(n, cin, cout, hw, k, pad)
+  return function()
+    torch.manual_seed(0)
+    local x = torch.randn(n, cin, hw, hw, {requires_grad = true})
+    local w = torch.randn(cout, cin, k, k, {requires_grad = true})
+    local b = torch.randn(cout, {requires_grad = true})
+    local out = hw + 2 * pad - k + 1
+    local gy = torch.randn(n, cout, out, out)
+    local function step()
+      x.grad, w.grad, b.grad = nil, nil, nil
+      torch.conv2d(x, w, b, {padding = pad}):backward(gy)
+    end
+    local t = time_per_iter(step, 3, 5, 2)
+    return 3 * 2 * n * cout * cin * k * k * out * out / t / 1e9
+  end
+end
+run("conv_lenet1", "GFLOP/s", conv_layer(256, 1, 6, 28, 5, 2))
+run("conv_lenet2", "GFLOP/s", conv_layer(256, 6, 16, 14, 5, 0))
+run("conv_res28", "GFLOP/s", conv_layer(32, 64, 64, 28, 3, 1))
+run("conv_res56", "GFLOP/s", conv_layer(8, 64, 64, 56, 3, 1))

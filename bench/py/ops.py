@@ -109,3 +109,35 @@ def mlp():
 
 
 run("mlp_step", "steps/s", mlp)
+
+
+# convolution layers, forward + backward: the same work as bench/lua/ops.lua's
+# conv rows. PyTorch's better of 1 and 2 threads counts (on a busy 2-core
+# machine its 2-thread OpenMP often loses to one thread).
+def conv_layer(n, cin, cout, hw, k, pad):
+    def f():
+        torch.manual_seed(0)
+        x = torch.randn(n, cin, hw, hw, requires_grad=True)
+        w = torch.randn(cout, cin, k, k, requires_grad=True)
+        b = torch.randn(cout, requires_grad=True)
+        out = hw + 2 * pad - k + 1
+        gy = torch.randn(n, cout, out, out)
+
+        def step():
+            x.grad = w.grad = b.grad = None
+            torch.nn.functional.conv2d(x, w, b, padding=pad).backward(gy)
+
+        best = None
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            t = time_per_iter(step, 3, reps=5, warmup=2)
+            best = t if best is None else min(best, t)
+        torch.set_num_threads(2)
+        return 3 * 2 * n * cout * cin * k * k * out * out / best / 1e9
+    return f
+
+
+run("conv_lenet1", "GFLOP/s", conv_layer(256, 1, 6, 28, 5, 2))
+run("conv_lenet2", "GFLOP/s", conv_layer(256, 6, 16, 14, 5, 0))
+run("conv_res28", "GFLOP/s", conv_layer(32, 64, 64, 28, 3, 1))
+run("conv_res56", "GFLOP/s", conv_layer(8, 64, 64, 56, 3, 1))

@@ -35,6 +35,13 @@ for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg"
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
 
+-- Convolutions: torch.conv2d and torch.conv1d (nn.functional merges the
+-- same table, torch.nn.functional_conv).
+do
+  local conv = require("torch.nn.functional_conv")
+  torch.conv2d, torch.conv1d = conv.conv2d, conv.conv1d
+end
+
 -- torch.cuda.Stream, Event, stream scopes, the sync debug mode.
 require("torch.streams")
 

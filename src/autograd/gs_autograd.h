@@ -93,6 +93,10 @@ gs_status gs_ag_extremum(gs_tensor *x, bool is_max, int dim, bool keepdim, gs_te
 /* target: integer class indices as the user gives them, 1-based */
 gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out);
 
+/* convolution (gs_autograd_conv.c): gs_conv recorded as ConvolutionBackward0;
+ * b may be NULL */
+gs_status gs_ag_conv(gs_tensor *x, gs_tensor *w, gs_tensor *b, const gs_conv_opts *o, gs_tensor **out);
+
 /* ---- numbers that change the op (gs_autograd_scalars.c): the binding
  * passes each number as the user wrote it (integer or float) ---- */
 /* a op b with a tensor or a number on each side (at least one tensor) */

@@ -33,6 +33,14 @@ typedef enum { GS_RAND_UNIFORM, GS_RAND_NORMAL, GS_RAND_INT } gs_random_kind;
  * [lo, hi) with lo < hi, exact over all of int64 (gs_philox_randint). */
 typedef struct { gs_random_kind kind; double a, b; int64_t lo, hi; } gs_random_spec;
 
+/* ---- convolution (conv2d) ---- */
+/* A 2-d convolution's geometry as the im2col/col2im slots read it: kernel
+ * (kh, kw), stride, padding before the first row and column, dilation,
+ * and the output size (oh, ow). The padding after the last row or column
+ * is not stored: only the output size shows it (PyTorch's 'same' pads one
+ * more after than before when the total is odd). */
+typedef struct { int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } gs_conv_geom;
+
 /* A device's memory figures (PyTorch's names: reserved = allocated +
  * cached, the max_ fields are peaks since reset_peak). A backend whose
  * allocator also counts events sets has_counters and the fields after it
@@ -145,6 +153,18 @@ typedef struct gs_backend {
   /* every element of idx (int64, 1-d, any stride) is in [0, size), or the
    * error `code` (a gs_devflag_code naming the op) is reported, as above */
   gs_status (*check_index)(const gs_tensor *idx, int64_t size, int code);
+  /* ---- convolution (conv2d; gs_op_conv.c), float32/float64 ---- */
+  /* col [C*kh*kw, N, oh*ow] = the patches of x [N, C, H, W] (both
+   * contiguous): col[(c*kh + i)*kw + j, n, y*ow + x] =
+   *   x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw], 0 where that is outside x.
+   * Rows are (channel, kernel row, kernel column), columns (sample, output
+   * pixel), so one matrix product covers the whole batch. */
+  gs_status (*im2col)(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g);
+  /* im2col's adjoint: every element of x [N, C, H, W] (contiguous) is
+   * written, the sum of the col entries im2col would copy from it (0 when
+   * none), added in row order so every device gives the same sums; no
+   * atomics. */
+  gs_status (*col2im)(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g);
 
   /* optional: the backend's own collective library (gs_collectives.h) */
   const gs_collectives *collectives;

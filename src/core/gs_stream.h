@@ -64,6 +64,7 @@ struct gs_task {
   gs_random_spec rnd;
   uint64_t seed, offset;
   int64_t size;
+  gs_conv_geom conv;   /* im2col / col2im (conv2d) */
   void *dst;           /* raw copies */
   const void *src;
   /* a wait task: blocks until stream (wdev, wstream) completed wseq */

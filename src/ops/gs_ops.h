@@ -173,4 +173,25 @@ gs_status gs_item(const gs_tensor *x, gs_scalar *out);
 /* ---- printing: PyTorch's repr, malloc'd string the caller frees ---- */
 gs_status gs_tensor_repr(const gs_tensor *x, char **out);
 
+/* ---- convolution (gs_op_conv.c) ---- */
+typedef enum { GS_CONV_PAD_EXPLICIT, GS_CONV_PAD_SAME, GS_CONV_PAD_VALID } gs_conv_pad_mode;
+/* nd = 1 (conv1d: x [N, C, L] or [C, L], w [Cout, C/groups, k]) or 2
+ * (conv2d: x [N, C, H, W] or [C, H, W], w [Cout, C/groups, kh, kw]); the
+ * per-dim options are read for nd dims, (h, w) order. */
+typedef struct {
+  int nd;
+  int64_t stride[2], padding[2], dilation[2], groups;
+  gs_conv_pad_mode pad_mode; /* padding[] is read only when EXPLICIT */
+} gs_conv_opts;
+/* y = conv(x, w) + b (b may be NULL), float32/float64, PyTorch's checks
+ * and messages */
+gs_status gs_conv(const gs_tensor *x, const gs_tensor *w, const gs_tensor *b, const gs_conv_opts *o, gs_tensor **out);
+/* The gradients of gs_conv for gy (the output's shape): each of gx, gw, gb
+ * NULL when not wanted; gb is [Cout]. */
+gs_status gs_conv_backward(const gs_tensor *x, const gs_tensor *w, const gs_tensor *gy, const gs_conv_opts *o,
+                           gs_tensor **gx, gs_tensor **gw, gs_tensor **gb);
+/* The most bytes of columns one chunk of the batch may take (64 MiB); a
+ * non-zero cap replaces it. Returns the cap before the call. */
+size_t gs_conv_col_cap(size_t cap);
+
 #endif

@@ -189,6 +189,28 @@ static gs_status prof_index_select(gs_tensor *out, const gs_tensor *x, int dim, 
   return record_index_select(out, x, dim, idx);
 }
 
+/* convolution (conv2d): im2col and col2im move data, no flops */
+static NOINLINE gs_status record_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_im2col(col, x, g);
+  prof_kernel("im2col", t0, col, NULL, x, NULL, 0);
+  return s;
+}
+static gs_status prof_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_im2col(col, x, g);
+  return record_im2col(col, x, g);
+}
+static NOINLINE gs_status record_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_col2im(x, col, g);
+  prof_kernel("col2im", t0, x, NULL, col, NULL, 0);
+  return s;
+}
+static gs_status prof_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_col2im(x, col, g);
+  return record_col2im(x, col, g);
+}
+
 const gs_backend gs_backend_cpu = {
   .name = "cpu", .host_memory = true,
   .alloc = cpu_alloc, .free = cpu_free, .empty_cache = cpu_empty_cache, .mem_stats = cpu_mem_stats,
@@ -197,4 +219,6 @@ const gs_backend gs_backend_cpu = {
   .reduce = prof_reduce, .softmax = prof_softmax, .gemm = prof_gemm,
   .arange = prof_arange, .random = prof_random, .index_select = prof_index_select,
   .check_index = gs_cpu_check_index,
+  /* convolution (conv2d) */
+  .im2col = prof_im2col, .col2im = prof_col2im,
 };

@@ -420,6 +420,8 @@ const gs_backend gs_backend_cuda = {
   .random = gs_cuda_random,
   .index_select = gs_cuda_index_select,
   .check_index = gs_cuda_check_index,
+  /* convolution (conv2d) */
+  .im2col = gs_cuda_im2col, .col2im = gs_cuda_col2im,
   .collectives = &gs_nccl_collectives,
 };
 

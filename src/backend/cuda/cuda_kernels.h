@@ -79,6 +79,9 @@ gs_status gs_cuda_check_index(const gs_tensor *idx, int64_t size, int code);    
 gs_status gs_cuda_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);       /* cuda_blas.c */
 /* int64 products, c[z] = a[z] @ b[z] with any strides (cuBLAS has none). */
 gs_status gs_cuda_gemm_i64(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);   /* gemm.cu */
+/* convolution (conv2d) */
+gs_status gs_cuda_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g); /* conv.cu */
+gs_status gs_cuda_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g); /* conv.cu */
 
 #ifdef __cplusplus
 }

@@ -241,6 +241,9 @@ static gs_status run_index_select(gs_task *t) {
 static gs_status run_check_index(gs_task *t) {
   return gs_cpu_check_index_flagged(X(0), t->size, t->op, gs_queue_flag(t->dev));
 }
+/* convolution (conv2d) */
+static gs_status run_im2col(gs_task *t) { return gs_cpu_im2col(X(0), X(1), &t->conv); }
+static gs_status run_col2im(gs_task *t) { return gs_cpu_col2im(X(0), X(1), &t->conv); }
 static gs_status run_memcpy(gs_task *t) {
   memcpy(t->dst, t->src, t->size);
   return GS_OK;
@@ -344,6 +347,22 @@ static gs_status sim_check_index(const gs_tensor *idx, int64_t size, int code) {
   t->size = size;
   t->op = code;
   gs_task_tensor(t, idx);
+  return gs_task_submit(t);
+}
+
+/* convolution (conv2d): the geometry travels in the task */
+static gs_status sim_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g) {
+  NEW_TASK(t, col, "im2col", run_im2col);
+  t->conv = *g;
+  gs_task_tensor(t, col);
+  gs_task_tensor(t, x);
+  return gs_task_submit(t);
+}
+static gs_status sim_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g) {
+  NEW_TASK(t, x, "col2im", run_col2im);
+  t->conv = *g;
+  gs_task_tensor(t, x);
+  gs_task_tensor(t, col);
   return gs_task_submit(t);
 }
 
@@ -457,7 +476,8 @@ static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffe
   .copy = sim_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary, \
   .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \
   .arange = sim_arange, .random = sim_random, .index_select = sim_index_select, \
-  .check_index = sim_check_index
+  .check_index = sim_check_index,                                            \
+  .im2col = sim_im2col, .col2im = sim_col2im /* convolution (conv2d) */
 
 const gs_backend gs_backend_sim = {.name = "sim", .host_memory = true, .copy_queued = sim_copy_queued, SIM_SLOTS};
 /* The same devices as a real GPU's memory looks to the engine: copies
