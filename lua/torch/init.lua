@@ -35,6 +35,12 @@ for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg"
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
 
+-- torch.max_pool2d, avg_pool2d, adaptive_*_pool2d, batch_norm, pad and
+-- interpolate (issue 20): nn.functional's forms, also under torch for now.
+for name, fn in pairs(require("torch.nn.functional_pool")) do
+  if torch[name] == nil then torch[name] = fn end
+end
+
 -- torch.cuda.Stream, Event, stream scopes, the sync debug mode.
 require("torch.streams")
 

@@ -197,4 +197,8 @@ const gs_backend gs_backend_cpu = {
   .reduce = prof_reduce, .softmax = prof_softmax, .gemm = prof_gemm,
   .arange = prof_arange, .random = prof_random, .index_select = prof_index_select,
   .check_index = gs_cpu_check_index,
+  /* issue 20: pooling, batch norm, resizing (not reported to the profiler yet) */
+  .pool2d = gs_cpu_pool2d, .pool2d_backward = gs_cpu_pool2d_backward,
+  .bn_stats = gs_cpu_bn_stats, .bn_reduce = gs_cpu_bn_reduce, .bn_elemt = gs_cpu_bn_elemt,
+  .resize = gs_cpu_resize, .resize_backward = gs_cpu_resize_backward,
 };

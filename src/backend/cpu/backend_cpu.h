@@ -16,6 +16,15 @@ gs_status gs_cpu_arange(gs_tensor *dst, double start, double step);
 gs_status gs_cpu_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset);
 gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
 gs_status gs_cpu_check_index(const gs_tensor *idx, int64_t size, int code);
+/* pooling, batch norm and resizing (issue 20: cpu_pool.c, cpu_norm.c) */
+gs_status gs_cpu_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax, const gs_tensor *x);
+gs_status gs_cpu_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
+                                 const gs_tensor *argmax);
+gs_status gs_cpu_bn_stats(gs_tensor *stats, const gs_tensor *x);
+gs_status gs_cpu_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x, const gs_tensor *mean);
+gs_status gs_cpu_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k);
+gs_status gs_cpu_resize(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x);
+gs_status gs_cpu_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy);
 
 /* The same kernels for a device that reports errors in the data later
  * (simulated GPUs, gs_devflag.h): with flag non-NULL, an integer division
