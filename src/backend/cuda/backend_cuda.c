@@ -418,6 +418,10 @@ const gs_backend gs_backend_cuda = {
   .random = gs_cuda_random,
   .index_select = gs_cuda_index_select,
   .check_index = gs_cuda_check_index,
+  /* issue 20: pooling, batch norm, resizing (kernels/pool.cu, norm.cu) */
+  .pool2d = gs_cuda_pool2d, .pool2d_backward = gs_cuda_pool2d_backward,
+  .bn_stats = gs_cuda_bn_stats, .bn_reduce = gs_cuda_bn_reduce, .bn_elemt = gs_cuda_bn_elemt,
+  .resize = gs_cuda_resize, .resize_backward = gs_cuda_resize_backward,
 };
 
 #endif /* GS_HAVE_CUDA */
