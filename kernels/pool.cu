@@ -7,8 +7,15 @@
  * element, which gathers from the few outputs whose window (or blend)
  * can reach it, in a fixed order: no atomics, so gradients are the same
  * on every run. A max pool's input cell takes the gradient of exactly the
- * outputs whose saved argmax is that cell. */
+ * outputs whose saved argmax is that cell.
+ *
+ * spec/support/pool_cu_host.cpp compiles the window arithmetic and the
+ * kernels of this file as host code (GS_HOST_EMULATION: no launches) and
+ * checks each gathering backward pass against a plain scatter, so the
+ * gathers are tested on machines without a GPU. */
+#ifndef GS_HOST_EMULATION
 #include "common.cuh"
+#endif
 
 /* ---- pooling windows (as cpu_pool.c's pool_rows / pool_divisor) ---- */
 
@@ -80,7 +87,7 @@ __global__ void pool_fwd(gs_pool2d_params p, T *out, int64_t *argmax, const T *x
     window(p.kind, cols_of(p), j, x0, x1, dx);
     if (argmax) { /* padding never wins; ties keep the first; NaN wins */
       T best = -INFINITY;
-      int64_t at = y0 * p.w + x0;
+      int64_t at = y0 < y1 && x0 < x1 ? y0 * p.w + x0 : -1; /* -1: a window that misses the plane */
       for (int64_t y = y0; y < y1; y += dy)
         for (int64_t c = x0; c < x1; c += dx) {
           T v = xp[y * p.w + c];
@@ -125,6 +132,7 @@ __global__ void pool_bwd(gs_pool2d_params p, T *gx, const T *gy, const int64_t *
   }
 }
 
+#ifndef GS_HOST_EMULATION
 template <typename T>
 static gs_status launch_pool(cudaStream_t st, const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax,
                              const gs_tensor *x) {
@@ -164,6 +172,8 @@ extern "C" gs_status gs_cuda_pool2d_backward(const gs_pool2d_params *p, gs_tenso
   if (gy->dtype == GS_FLOAT64) return launch_pool_bwd<double>(st, p, gx, gy, argmax);
   return gs_error("pool2d_backward: no CUDA kernel for %s", gs_dtype_name(gy->dtype));
 }
+
+#endif /* GS_HOST_EMULATION */
 
 /* ---- resizing (as cpu_pool_impl.h's resize_axis) ---- */
 
@@ -259,6 +269,7 @@ __global__ void resize_bwd(gs_resize_params p, T *gx, const T *gy, int64_t n) {
   }
 }
 
+#ifndef GS_HOST_EMULATION
 template <typename T>
 static gs_status launch_resize(cudaStream_t st, const gs_resize_params *p, gs_tensor *out, const gs_tensor *x,
                                bool backward) {
@@ -289,3 +300,4 @@ extern "C" gs_status gs_cuda_resize(const gs_resize_params *p, gs_tensor *out, c
 extern "C" gs_status gs_cuda_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy) {
   return resize_any(p, gx, gy, true);
 }
+#endif /* GS_HOST_EMULATION */

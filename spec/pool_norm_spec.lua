@@ -236,6 +236,20 @@ describe("pooling, batch norm, interpolate and pad", function()
     end)
   end)
 
+  it("a dilated max-pool window that misses the plane gives -inf, index -1 and no gradient", function()
+    -- PyTorch 1.13 reports cells outside the plane here (index 4 of a
+    -- 4-cell plane) and sends their gradient to the wrong cells
+    for _, dev in ipairs({ "cpu", "cuda:0" }) do
+      local x = torch.arange(4.0, { device = dev }):view(1, 1, 4, 1):requires_grad_()
+      local y, idx = F.max_pool2d(x, { 1, 2 }, { stride = { 1, 4 }, padding = { 0, 1 }, dilation = { 1, 2 },
+        return_indices = true })
+      assert.are.same({ -math.huge, -math.huge, -math.huge, -math.huge }, y:reshape(-1):cpu():tolist())
+      assert.are.same({ -1, -1, -1, -1 }, idx:reshape(-1):cpu():tolist())
+      y:sum():backward()
+      assert.are.same({ 0, 0, 0, 0 }, x.grad:reshape(-1):cpu():tolist())
+    end
+  end)
+
   describe("running statistics", function()
     it("update in place with momentum and the unbiased variance, and eval uses them", function()
       local x = torch.tensor({ { 1.0, 10 }, { 3, 20 }, { 5, 60 } })
@@ -347,6 +361,20 @@ describe("pooling, batch norm, interpolate and pad", function()
       pcall(F.batch_norm, x, torch.zeros(2), torch.ones(1))
       assert.is_true(x:equal(before))
     end)
+  end)
+
+  it("kernels/pool.cu's gathering backward passes match a scatter (its device code run on the host)", function()
+    if not os.execute("command -v g++ >/dev/null 2>&1") then return pending("no g++ on this machine") end
+    local exe = os.tmpname()
+    local ok = os.execute(("g++ -O1 -std=c++17 -Isrc -Ikernels -o %s spec/support/pool_cu_host.cpp 2>&1"):format(exe))
+    assert(ok, "spec/support/pool_cu_host.cpp did not compile")
+    local f = io.popen(exe .. " 2>&1")
+    local out = f:read("a")
+    local good = f:close()
+    os.remove(exe)
+    assert(good, out)
+    assert.truthy(out:find("pool: %d+ configs, 0 bad"), out)
+    assert.truthy(out:find("resize: %d+ configs, 0 bad"), out)
   end)
 
   it("is exposed as torch.max_pool2d & co.", function()

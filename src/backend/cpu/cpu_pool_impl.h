@@ -22,7 +22,9 @@ static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, con
         pool_rows(p, j, &x0, &x1, &dx, false);
         if (ap) { /* max: padding never wins; ties keep the first; NaN wins */
           T best = -INFINITY;
-          int64_t at = y0 * w + x0;
+          /* a dilated window can miss the plane entirely: -inf and no cell
+           * (-1), where PyTorch reports a cell outside the plane */
+          int64_t at = y0 < y1 && x0 < x1 ? y0 * w + x0 : -1;
           for (int64_t y = y0; y < y1; y += dy)
             for (int64_t xx = x0; xx < x1; xx += dx) {
               T v = xp[y * w + xx];
@@ -52,7 +54,8 @@ static void FN(pool_bwd)(const gs_pool2d_params *p, T *gx, const T *gy, const in
     memset(gp, 0, sizeof(T) * (size_t)(h * w));
     if (argmax) {
       const int64_t *ap = argmax + pl * oh * ow;
-      for (int64_t k = 0; k < oh * ow; k++) gp[ap[k]] += g[k];
+      for (int64_t k = 0; k < oh * ow; k++)
+        if (ap[k] >= 0) gp[ap[k]] += g[k];
       continue;
     }
     for (int64_t i = 0; i < oh; i++) {
