@@ -85,7 +85,7 @@ __global__ void pool_fwd(gs_pool2d_params p, T *out, int64_t *argmax, const T *x
     int64_t y0, y1, dy, x0, x1, dx;
     window(p.kind, rows_of(p), i, y0, y1, dy);
     window(p.kind, cols_of(p), j, x0, x1, dx);
-    if (argmax) { /* padding never wins; ties keep the first; NaN wins */
+    if (p.kind == GS_POOL_MAX || p.kind == GS_POOL_ADAPTIVE_MAX) { /* padding never wins; ties keep the first; NaN wins */
       T best = -INFINITY;
       int64_t at = y0 < y1 && x0 < x1 ? y0 * p.w + x0 : -1; /* -1: a window that misses the plane */
       for (int64_t y = y0; y < y1; y += dy)
@@ -94,7 +94,7 @@ __global__ void pool_fwd(gs_pool2d_params p, T *out, int64_t *argmax, const T *x
           if (v > best || v != v) { best = v; at = y * p.w + c; }
         }
       out[e] = best;
-      argmax[e] = at;
+      if (argmax) argmax[e] = at;
     } else {
       double sum = 0;
       for (int64_t y = y0; y < y1; y++)

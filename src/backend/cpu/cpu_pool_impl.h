@@ -7,20 +7,21 @@
 
 /* ---- pooling ---- */
 
-/* out/argmax [planes, oh, ow] from x [planes, h, w] */
+/* out/argmax [planes, oh, ow] from x [planes, h, w] (argmax may be NULL) */
 static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0, int64_t p1) {
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
   for (int64_t pl = p0; pl < p1; pl++) {
     const T *xp = x + pl * h * w;
     T *op = out + pl * oh * ow;
     int64_t *ap = argmax ? argmax + pl * oh * ow : NULL;
+    bool is_max = p->kind == GS_POOL_MAX || p->kind == GS_POOL_ADAPTIVE_MAX;
     for (int64_t i = 0; i < oh; i++) {
       int64_t y0, y1, dy = 1;
       pool_rows(p, i, &y0, &y1, &dy, true);
       for (int64_t j = 0; j < ow; j++) {
         int64_t x0, x1, dx = 1;
         pool_rows(p, j, &x0, &x1, &dx, false);
-        if (ap) { /* max: padding never wins; ties keep the first; NaN wins */
+        if (is_max) { /* padding never wins; ties keep the first; NaN wins */
           T best = -INFINITY;
           /* a dilated window can miss the plane entirely: -inf and no cell
            * (-1), where PyTorch reports a cell outside the plane */
@@ -31,7 +32,7 @@ static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, con
               if (v > best || v != v) { best = v; at = y * w + xx; }
             }
           op[i * ow + j] = best;
-          ap[i * ow + j] = at;
+          if (ap) ap[i * ow + j] = at;
         } else {
           double sum = 0;
           for (int64_t y = y0; y < y1; y++)
