@@ -280,6 +280,46 @@ local OPS = {
       y1:sum():backward()
       return y, x.grad, w.grad, b.grad, y1, x1.grad, w1.grad
     end, covers = {} },
+  -- ---- issue 20 (branch pool): pooling, batch norm, interpolate, pad;
+  -- forward and every gradient, odd shapes
+  { "max_pool2d", function(d)
+      local x = d.BB:view(1, 2, 4, 5):clone():requires_grad_()
+      local y, idx = torch.max_pool2d(x, 3, { stride = 2, padding = 1, ceil_mode = true, return_indices = true })
+      local z = torch.adaptive_max_pool2d(x, { 3, 2 })
+      ;((y * y):sum() + (z * 3):sum()):backward()
+      return y, idx, z, x.grad
+    end, covers = {} },
+  { "avg_pool2d", function(d)
+      local x = d.BB:view(2, 1, 4, 5):clone():requires_grad_()
+      local y = torch.avg_pool2d(x, { 3, 2 }, { stride = { 2, 3 }, padding = 1, count_include_pad = false })
+      local z = torch.adaptive_avg_pool2d(x, { 3, 4 })
+      ;((y * y):sum() + (z * z):sum()):backward()
+      return y, z, x.grad
+    end, covers = {} },
+  { "batch_norm", function(d)
+      local x = d.BB:view(2, 4, 5):clone():requires_grad_()
+      local w = torch.tensor({ 1.0, 2.0, 0.5, -1.0 }, { device = d.dev }):requires_grad_()
+      local b = torch.tensor({ 0.0, 0.5, -1.0, 2.0 }, { device = d.dev }):requires_grad_()
+      local rm, rv = torch.zeros(4, { device = d.dev }), torch.ones(4, { device = d.dev })
+      local y = torch.batch_norm(x, rm, rv, { weight = w, bias = b, training = true })
+      local e = torch.batch_norm(x, rm, rv, { weight = w, bias = b })
+      ;((y * y):sum() + (e * 3):sum()):backward()
+      return y, e, rm, rv, x.grad, w.grad, b.grad
+    end, covers = {} },
+  { "interpolate", function(d)
+      local x = d.BB:view(1, 2, 4, 5):clone():requires_grad_()
+      local a = torch.interpolate(x, { size = { 7, 3 }, mode = "bilinear" })
+      local b = torch.interpolate(x, { scale_factor = 1.5, mode = "bilinear", align_corners = true })
+      local c = torch.interpolate(x, { size = { 3, 8 } })
+      ;((a * a):sum() + (b * b):sum() + (c * 3):sum()):backward()
+      return a, b, c, x.grad
+    end, covers = {} },
+  { "pad", function(d)
+      local x = d.BA:clone():requires_grad_()
+      local y = torch.pad(x, { 1, -1, 2, 0 }, { value = 0.5 })
+      ;(y * y):sum():backward()
+      return y, x.grad
+    end, covers = {} },
 }
 
 -- torch.* functions that make or join tensors on a given device.

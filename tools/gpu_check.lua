@@ -622,6 +622,111 @@ check("conv2d is deterministic on the device (no atomics): two runs, same bits",
   for i = 1, 4 do expect(a[i]:cpu():equal(b[i]:cpu()), "result " .. i .. " differs between two runs") end
 end)
 
+---------------------------------------------------------------- pooling, batch norm, interpolate, pad (issue 20)
+
+-- fn(x, w, b) on the CPU and on the device, x (and w, b when given)
+-- requiring grad; the outputs, then the gradients of sum(out_k * g_k) for
+-- fixed random g_k, must agree; and a second run on the device must give
+-- bit-identical gradients (the kernels use no atomics). Each side runs fn
+-- twice, so state it updates (running statistics) stays comparable.
+local function same_grads(name, fn, xs, rtol, atol)
+  local function run(on)
+    local ins = {}
+    for i, x in ipairs(xs) do ins[i] = x:to(on):detach():requires_grad_() end
+    local outs = table.pack(fn(table.unpack(ins)))
+    local loss
+    for k = 1, outs.n do
+      torch.manual_seed(100 + k)
+      local g = torch.randn(outs[k].shape, {dtype = outs[k].dtype}):to(on)
+      local term = (outs[k] * g):sum()
+      loss = loss and loss + term or term
+    end
+    loss:backward()
+    local grads = {}
+    for i, x in ipairs(ins) do grads[i] = x.grad end
+    return outs, grads
+  end
+  local co, cg = run("cpu")
+  run("cpu") -- as many calls as on the device (batch norm's running statistics)
+  local go, gg = run(dev)
+  for k = 1, co.n do expect_same(co[k], go[k], rtol, atol, name .. " output " .. k) end
+  for i = 1, #cg do expect_same(cg[i], gg[i], rtol, atol, name .. " gradient " .. i) end
+  local _, gg2 = run(dev)
+  for i = 1, #gg do
+    expect(gg[i]:cpu():equal(gg2[i]:cpu()), name .. ": gradient " .. i .. " differs between two runs on " .. dev)
+  end
+end
+
+for _, dt in ipairs({torch.float32, torch.float64}) do
+  local t = tol(dt)
+  local function x4(...) return torch.randn(table.pack(...), {dtype = dt}) end
+  check("max_pool2d fwd/bwd (padding, stride > kernel, dilation, ceil_mode, ties) " .. dname(dt), function()
+    same_grads("3x3 s2 p1 ceil", function(x) return torch.max_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true}) end,
+      {x4(3, 5, 17, 23)}, t.rtol, t.atol)
+    same_grads("2x3 s(3,4)", function(x) return torch.max_pool2d(x, {2, 3}, {stride = {3, 4}, padding = {1, 0}}) end,
+      {x4(2, 3, 19, 15)}, t.rtol, t.atol)
+    same_grads("dilated", function(x) return torch.max_pool2d(x, 3, {stride = 1, padding = 1, dilation = 2}) end,
+      {x4(2, 2, 13, 11)}, t.rtol, t.atol)
+    same_grads("ties", function(x) return torch.max_pool2d(x, 3, {stride = 1, padding = 1}) end,
+      {torch.randint(0, 3, {2, 3, 9, 10}):to(dt)}, t.rtol, t.atol)
+    local x = x4(2, 3, 11, 13)
+    local _, ci = torch.max_pool2d(x, 3, {stride = 2, return_indices = true})
+    local _, gi = torch.max_pool2d(x:to(dev), 3, {stride = 2, return_indices = true})
+    expect_same(ci, gi, nil, nil, "indices")
+  end)
+  check("avg_pool2d fwd/bwd (count_include_pad both ways, ceil_mode) " .. dname(dt), function()
+    for _, cip in ipairs({true, false}) do
+      same_grads("avg cip=" .. tostring(cip), function(x)
+        return torch.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true, count_include_pad = cip})
+      end, {x4(3, 4, 17, 22)}, t.rtol * 4, t.atol)
+    end
+  end)
+  check("adaptive avg/max pool fwd/bwd (non-divisible, larger than input) " .. dname(dt), function()
+    same_grads("adaptive avg", function(x) return torch.adaptive_avg_pool2d(x, {5, 7}) end, {x4(2, 3, 17, 23)},
+      t.rtol * 4, t.atol)
+    same_grads("adaptive avg 1x1", function(x) return torch.adaptive_avg_pool2d(x, 1) end, {x4(4, 64, 7, 7)},
+      t.rtol * 8, t.atol)
+    same_grads("adaptive max", function(x) return torch.adaptive_max_pool2d(x, {5, 7}) end, {x4(2, 3, 17, 23)},
+      t.rtol, t.atol)
+    same_grads("adaptive up", function(x) return torch.adaptive_avg_pool2d(x, {9, 8}) end, {x4(1, 2, 5, 3)},
+      t.rtol * 4, t.atol)
+  end)
+  check("batch_norm fwd/bwd, training and eval, running stats " .. dname(dt), function()
+    for _, shape in ipairs({{64, 10}, {8, 6, 33}, {16, 7, 9, 11}}) do
+      local c = shape[2]
+      local rmc, rvc = torch.zeros(c, {dtype = dt}), torch.ones(c, {dtype = dt})
+      local rmg, rvg = rmc:to(dev), rvc:to(dev)
+      local x = x4(table.unpack(shape)) * 3 + 2
+      local w, b = torch.rand(c, {dtype = dt}) + 0.5, torch.randn(c, {dtype = dt})
+      same_grads("training " .. #shape .. "-d", function(xx, ww, bb)
+        local rm, rv = xx.is_cuda and rmg or rmc, xx.is_cuda and rvg or rvc
+        return torch.batch_norm(xx, rm, rv, {weight = ww, bias = bb, training = true})
+      end, {x, w, b}, t.rtol * 50, t.atol * 10)
+      expect_same(rmc, rmg, t.rtol * 50, t.atol, "running_mean")
+      expect_same(rvc, rvg, t.rtol * 50, t.atol, "running_var")
+      same_grads("eval " .. #shape .. "-d", function(xx, ww, bb)
+        local rm, rv = xx.is_cuda and rmg or rmc, xx.is_cuda and rvg or rvc
+        return torch.batch_norm(xx, rm, rv, {weight = ww, bias = bb})
+      end, {x, w, b}, t.rtol * 50, t.atol * 10)
+    end
+  end)
+  check("interpolate nearest/bilinear fwd/bwd (up, down, align_corners) " .. dname(dt), function()
+    local x = x4(2, 3, 13, 17)
+    for _, o in ipairs({{size = {29, 40}}, {size = {5, 6}}, {scale_factor = 1.7}, {scale_factor = 2},
+                        {size = {29, 40}, mode = "bilinear"}, {size = {5, 6}, mode = "bilinear"},
+                        {size = {29, 40}, mode = "bilinear", align_corners = true},
+                        {size = {5, 6}, mode = "bilinear", align_corners = true},
+                        {scale_factor = 0.6, mode = "bilinear"}}) do
+      local what = (o.mode or "nearest") .. (o.align_corners and " aligned" or "") ..
+        (o.size and (" to " .. o.size[1] .. "x" .. o.size[2]) or (" x" .. o.scale_factor))
+      same_grads(what, function(xx) return torch.interpolate(xx, o) end, {x}, t.rtol * 8, t.atol)
+    end
+  end)
+  check("pad fwd/bwd (negative pads crop) " .. dname(dt), function()
+    same_grads("pad", function(xx) return torch.pad(xx, {1, -2, 3, 0}, {value = 0.5}) end, {x4(2, 3, 7, 9)}, 0, 0)
+  end)
+end
+
 ---------------------------------------------------------------- autograd and nn
 
 check("autograd through matmul, relu, softmax, sum", function()

@@ -42,6 +42,12 @@ do
   torch.conv2d, torch.conv1d = conv.conv2d, conv.conv1d
 end
 
+-- torch.max_pool2d, avg_pool2d, adaptive_*_pool2d, batch_norm, pad and
+-- interpolate (issue 20): nn.functional's forms, also under torch for now.
+for name, fn in pairs(require("torch.nn.functional_pool")) do
+  if torch[name] == nil then torch[name] = fn end
+end
+
 -- torch.cuda.Stream, Event, stream scopes, the sync debug mode.
 require("torch.streams")
 

@@ -98,6 +98,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_stream(L);
   gsL_open_prof(L);
   gsL_open_conv(L); /* convolution */
+  gsL_open_pool(L); /* issue 20: pooling, batch norm, interpolate, pad */
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);

@@ -40,6 +40,39 @@ typedef struct { gs_random_kind kind; double a, b; int64_t lo, hi; } gs_random_s
  * is not stored: only the output size shows it (PyTorch's 'same' pads one
  * more after than before when the total is odd). */
 typedef struct { int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow; } gs_conv_geom;
+/* ---- pooling, batch norm and resizing (issue 20, branch pool) ---- */
+typedef enum { GS_POOL_MAX, GS_POOL_AVG, GS_POOL_ADAPTIVE_MAX, GS_POOL_ADAPTIVE_AVG } gs_pool_kind;
+/* A 2-d pooling of `planes` (N*C) contiguous h x w planes into oh x ow.
+ * MAX: output (i, j) is the largest of the cells (i*sh - ph + a*dh,
+ * j*sw - pw + b*dw), a < kh, b < kw, that lie inside the plane (padding
+ * never wins); ties keep the first cell in row-major order, a NaN wins.
+ * AVG: the mean of the window (dh = dw = 1), whose divisor counts the
+ * padding when count_include_pad (but not cells past h + ph, which
+ * ceil_mode can reach), else the cells inside the plane.
+ * ADAPTIVE_*: rows floor(i*h/oh) to ceil((i+1)*h/oh) - 1 (columns alike),
+ * the k/s/p/d fields unused. */
+typedef struct {
+  int kind; /* gs_pool_kind */
+  bool count_include_pad;
+  int64_t planes, h, w, oh, ow;
+  int kh, kw, sh, sw, ph, pw, dh, dw;
+} gs_pool2d_params;
+
+typedef enum { GS_RESIZE_NEAREST, GS_RESIZE_BILINEAR } gs_resize_mode;
+/* Resizing `planes` contiguous h x w planes to oh x ow. scale_h/scale_w
+ * are the user's scale_factor, 0 when a size was given. The source step
+ * per output pixel is then, as PyTorch computes it in the element type
+ * (float for NEAREST), 1/scale_factor or h/oh, or (h-1)/(oh-1) (0 when
+ * oh = 1) with align_corners. NEAREST: source row min(floor(i*step), h-1)
+ * (row i itself when oh = h, i/2 when oh = 2h). BILINEAR: source position
+ * i*step (align_corners) or max((i+0.5)*step - 0.5, 0), blended between
+ * its floor row and the next (clamped to h-1); columns alike. */
+typedef struct {
+  int mode; /* gs_resize_mode */
+  bool align_corners;
+  int64_t planes, h, w, oh, ow;
+  double scale_h, scale_w;
+} gs_resize_params;
 
 /* A device's memory figures (PyTorch's names: reserved = allocated +
  * cached, the max_ fields are peaks since reset_peak). A backend whose
@@ -168,6 +201,34 @@ typedef struct gs_backend {
 
   /* optional: the backend's own collective library (gs_collectives.h) */
   const gs_collectives *collectives;
+  /* ---- pooling, batch norm and resizing (issue 20, branch pool): x, gy
+   * contiguous float32/float64; outputs contiguous and wholly written.
+   * Deterministic on every backend (no atomics: gradients gather). ---- */
+  /* out [planes, oh, ow] = pool of x [planes, h, w] (gs_pool2d_params);
+   * argmax (int64, same shape, MAX kinds only, else NULL) receives the
+   * winning cell's index in its plane (row * w + col), PyTorch's indices */
+  gs_status (*pool2d)(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax, const gs_tensor *x);
+  /* gx [planes, h, w] = the gradient of pool2d for gy [planes, oh, ow]:
+   * MAX kinds route each gy to its argmax cell (summed where windows
+   * overlap), AVG kinds spread it over the window by the same divisor */
+  gs_status (*pool2d_backward)(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
+                               const gs_tensor *argmax);
+  /* x viewed as [N, C, S] (S = 1 for a 2-d x): stats [2, C] receives each
+   * channel's mean and biased variance over N*S values, accumulated in
+   * double in a fixed order */
+  gs_status (*bn_stats)(gs_tensor *stats, const gs_tensor *x);
+  /* sums [2, C] = per channel, sum(gy) and sum(gy * (x - mean[c])) over
+   * N*S values (gy and x [N, C, S], mean [C]), in double, fixed order */
+  gs_status (*bn_reduce)(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x, const gs_tensor *mean);
+  /* out = k[0][c] * a + k[1][c] * (x - k[2][c]) + k[3][c] for out, a, x
+   * [N, C, S] and k [4, C]; a may be NULL (its term left out): batch norm's
+   * normalisation (forward) and its input gradient (backward) */
+  gs_status (*bn_elemt)(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k);
+  /* out [planes, oh, ow] = x [planes, h, w] resized (gs_resize_params) */
+  gs_status (*resize)(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x);
+  /* gx [planes, h, w] = the gradient of resize for gy [planes, oh, ow] */
+  gs_status (*resize_backward)(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy);
+  /* ---- end of issue 20's slots ---- */
 } gs_backend;
 
 

@@ -67,6 +67,9 @@ struct gs_task {
   gs_conv_geom conv;   /* im2col / col2im (conv2d) */
   void *dst;           /* raw copies */
   const void *src;
+  /* an op's parameter block (gs_pool2d_params, gs_resize_params), copied
+   * in by the slot (issue 20, branch pool) */
+  int64_t params[16];
   /* a wait task: blocks until stream (wdev, wstream) completed wseq */
   int wdev, wstream;
   uint64_t wseq;

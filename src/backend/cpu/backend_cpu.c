@@ -221,4 +221,8 @@ const gs_backend gs_backend_cpu = {
   .check_index = gs_cpu_check_index,
   /* convolution (conv2d) */
   .im2col = prof_im2col, .col2im = prof_col2im,
+  /* issue 20: pooling, batch norm, resizing (not reported to the profiler yet) */
+  .pool2d = gs_cpu_pool2d, .pool2d_backward = gs_cpu_pool2d_backward,
+  .bn_stats = gs_cpu_bn_stats, .bn_reduce = gs_cpu_bn_reduce, .bn_elemt = gs_cpu_bn_elemt,
+  .resize = gs_cpu_resize, .resize_backward = gs_cpu_resize_backward,
 };

@@ -13,6 +13,8 @@ extern const gs_backend gs_backend_cpu;
 #include "backend/cpu/cpu_conv.h"
 #include "backend/cpu/cpu_copy.h"
 #include "backend/cpu/cpu_gemm.h"
+#include "backend/cpu/cpu_norm.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_random.h"
 #include "backend/cpu/cpu_reduce.h"
 #include "backend/cpu/cpu_unary.h"

@@ -423,6 +423,10 @@ const gs_backend gs_backend_cuda = {
   /* convolution (conv2d) */
   .im2col = gs_cuda_im2col, .col2im = gs_cuda_col2im,
   .collectives = &gs_nccl_collectives,
+  /* issue 20: pooling, batch norm, resizing (kernels/pool.cu, norm.cu) */
+  .pool2d = gs_cuda_pool2d, .pool2d_backward = gs_cuda_pool2d_backward,
+  .bn_stats = gs_cuda_bn_stats, .bn_reduce = gs_cuda_bn_reduce, .bn_elemt = gs_cuda_bn_elemt,
+  .resize = gs_cuda_resize, .resize_backward = gs_cuda_resize_backward,
 };
 
 #endif /* GS_HAVE_CUDA */

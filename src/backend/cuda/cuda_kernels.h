@@ -82,6 +82,15 @@ gs_status gs_cuda_gemm_i64(gs_tensor *c, const gs_tensor *a, const gs_tensor *b)
 /* convolution (conv2d) */
 gs_status gs_cuda_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g); /* conv.cu */
 gs_status gs_cuda_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g); /* conv.cu */
+/* issue 20: pooling and resizing (pool.cu), batch norm (norm.cu) */
+gs_status gs_cuda_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax, const gs_tensor *x);
+gs_status gs_cuda_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
+                                  const gs_tensor *argmax);
+gs_status gs_cuda_bn_stats(gs_tensor *stats, const gs_tensor *x);
+gs_status gs_cuda_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x, const gs_tensor *mean);
+gs_status gs_cuda_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k);
+gs_status gs_cuda_resize(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x);
+gs_status gs_cuda_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy);
 
 #ifdef __cplusplus
 }

@@ -366,6 +366,92 @@ static gs_status sim_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_ge
   return gs_task_submit(t);
 }
 
+/* ---- issue 20: pooling, batch norm, resizing (the CPU kernels, queued;
+ * the parameter block travels in the task) ---- */
+
+static gs_status run_pool2d(gs_task *t) {
+  return gs_cpu_pool2d((const gs_pool2d_params *)t->params, X(0), t->flag ? X(2) : NULL, X(1));
+}
+static gs_status run_pool2d_backward(gs_task *t) {
+  return gs_cpu_pool2d_backward((const gs_pool2d_params *)t->params, X(0), X(1), t->flag ? X(2) : NULL);
+}
+static gs_status run_bn_stats(gs_task *t) { return gs_cpu_bn_stats(X(0), X(1)); }
+static gs_status run_bn_reduce(gs_task *t) { return gs_cpu_bn_reduce(X(0), X(1), X(2), X(3)); }
+static gs_status run_bn_elemt(gs_task *t) { return gs_cpu_bn_elemt(X(0), t->flag ? X(3) : NULL, X(1), X(2)); }
+static gs_status run_resize(gs_task *t) { return gs_cpu_resize((const gs_resize_params *)t->params, X(0), X(1)); }
+static gs_status run_resize_backward(gs_task *t) {
+  return gs_cpu_resize_backward((const gs_resize_params *)t->params, X(0), X(1));
+}
+
+_Static_assert(sizeof(gs_pool2d_params) <= sizeof(((gs_task *)0)->params), "pool parameters fit a task");
+_Static_assert(sizeof(gs_resize_params) <= sizeof(((gs_task *)0)->params), "resize parameters fit a task");
+
+static gs_status sim_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax, const gs_tensor *x) {
+  NEW_TASK(t, out, p->kind == GS_POOL_MAX || p->kind == GS_POOL_ADAPTIVE_MAX ? "max_pool2d" : "avg_pool2d",
+           run_pool2d);
+  memcpy(t->params, p, sizeof *p);
+  t->flag = argmax != NULL;
+  gs_task_tensor(t, out);
+  gs_task_tensor(t, x);
+  if (argmax) gs_task_tensor(t, argmax);
+  t->flops = (uint64_t)gs_numel(x);
+  return gs_task_submit(t);
+}
+static gs_status sim_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
+                                     const gs_tensor *argmax) {
+  NEW_TASK(t, gx, "pool2d_backward", run_pool2d_backward);
+  memcpy(t->params, p, sizeof *p);
+  t->flag = argmax != NULL;
+  gs_task_tensor(t, gx);
+  gs_task_tensor(t, gy);
+  if (argmax) gs_task_tensor(t, argmax);
+  t->flops = (uint64_t)gs_numel(gx);
+  return gs_task_submit(t);
+}
+static gs_status sim_bn_stats(gs_tensor *stats, const gs_tensor *x) {
+  NEW_TASK(t, stats, "batch_norm_stats", run_bn_stats);
+  gs_task_tensor(t, stats);
+  gs_task_tensor(t, x);
+  t->flops = 3 * (uint64_t)gs_numel(x);
+  return gs_task_submit(t);
+}
+static gs_status sim_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x, const gs_tensor *mean) {
+  NEW_TASK(t, sums, "batch_norm_backward_reduce", run_bn_reduce);
+  gs_task_tensor(t, sums);
+  gs_task_tensor(t, gy);
+  gs_task_tensor(t, x);
+  gs_task_tensor(t, mean);
+  t->flops = 3 * (uint64_t)gs_numel(x);
+  return gs_task_submit(t);
+}
+static gs_status sim_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k) {
+  NEW_TASK(t, out, a ? "batch_norm_backward_elemt" : "batch_norm_elemt", run_bn_elemt);
+  t->flag = a != NULL;
+  gs_task_tensor(t, out);
+  gs_task_tensor(t, x);
+  gs_task_tensor(t, k);
+  if (a) gs_task_tensor(t, a);
+  t->flops = 4 * (uint64_t)gs_numel(x);
+  return gs_task_submit(t);
+}
+static gs_status sim_resize(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x) {
+  NEW_TASK(t, out, p->mode == GS_RESIZE_NEAREST ? "upsample_nearest2d" : "upsample_bilinear2d", run_resize);
+  memcpy(t->params, p, sizeof *p);
+  gs_task_tensor(t, out);
+  gs_task_tensor(t, x);
+  t->flops = 4 * (uint64_t)gs_numel(out);
+  return gs_task_submit(t);
+}
+static gs_status sim_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy) {
+  NEW_TASK(t, gx, p->mode == GS_RESIZE_NEAREST ? "upsample_nearest2d_backward" : "upsample_bilinear2d_backward",
+           run_resize_backward);
+  memcpy(t->params, p, sizeof *p);
+  gs_task_tensor(t, gx);
+  gs_task_tensor(t, gy);
+  t->flops = 4 * (uint64_t)gs_numel(gy);
+  return gs_task_submit(t);
+}
+
 /* ---- copies between memories ---- */
 
 /* Host-memory copies (gs_op_util.c sends every copy between a simulated
@@ -477,7 +563,10 @@ static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffe
   .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \
   .arange = sim_arange, .random = sim_random, .index_select = sim_index_select, \
   .check_index = sim_check_index,                                            \
-  .im2col = sim_im2col, .col2im = sim_col2im /* convolution (conv2d) */
+  .im2col = sim_im2col, .col2im = sim_col2im, /* convolution (conv2d) */     \
+  .pool2d = sim_pool2d, .pool2d_backward = sim_pool2d_backward,              \
+  .bn_stats = sim_bn_stats, .bn_reduce = sim_bn_reduce, .bn_elemt = sim_bn_elemt, \
+  .resize = sim_resize, .resize_backward = sim_resize_backward /* pooling, batch norm, resizing */
 
 const gs_backend gs_backend_sim = {.name = "sim", .host_memory = true, .copy_queued = sim_copy_queued, SIM_SLOTS};
 /* The same devices as a real GPU's memory looks to the engine: copies
