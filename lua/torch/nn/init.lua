@@ -1,5 +1,6 @@
 -- torch.nn: modules, layers, losses, DataParallel. See docs/nn.md.
 local base = require("torch.nn.module")
+local containers = require("torch.nn.containers")
 local layers = require("torch.nn.layers")
 local loss = require("torch.nn.loss")
 local parallel = require("torch.nn.parallel")
@@ -13,7 +14,7 @@ nn.is_module = base.is_module
 nn.is_parameter = base.is_parameter
 nn.init = require("torch.nn.initializers")
 
-for _, mod in ipairs({ layers, loss }) do
+for _, mod in ipairs({ containers, layers, loss }) do
   for k, v in pairs(mod) do nn[k] = v end
 end
 nn.DataParallel = parallel.DataParallel
