@@ -213,6 +213,37 @@ end
 
 function Module:_get_name() return getmetatable(self).__name end
 
+-- m:isinstance(cls): whether m is an instance of cls or of a class derived
+-- from it (Python's isinstance(m, cls)), e.g. m:isinstance(nn.Conv2d).
+function Module:isinstance(cls)
+  if type(cls) ~= "table" or rawget(cls, "__class") ~= cls then
+    fail("isinstance: expected a module class such as nn.Conv2d, got " .. type_name(cls))
+  end
+  local c = getmetatable(self)
+  while c ~= nil do
+    if rawequal(c, cls) then return true end
+    c = rawget(c, "super")
+  end
+  return false
+end
+
+local function devstr(d) return d.type == "cpu" and "cpu" or (d.type .. ":" .. tostring(d.index)) end
+
+-- Refuses an input on another device than the module's own tensors,
+-- naming the first one that differs (a parameter or a buffer) and both
+-- devices: "BatchNorm2d: running_mean is on cpu but the input is on
+-- cuda:0". `names` lists the fields to check; nil fields are skipped.
+function Module:_check_device(input, names)
+  local dev = input.device
+  for _, name in ipairs(names) do
+    local t = self._parameters.vals[name] or self._buffers.vals[name]
+    if t ~= nil and t.device ~= dev then
+      fail(string.format("%s: %s is on %s but the input is on %s (move the module with net:to(%s) or the input "
+        .. "with x:to(%s))", self:_get_name(), name, devstr(t.device), devstr(dev), devstr(dev), devstr(t.device)))
+    end
+  end
+end
+
 -- One line (or several, separated by \n) shown inside the parentheses.
 function Module:extra_repr() return "" end
 
