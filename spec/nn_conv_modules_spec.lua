@@ -475,6 +475,41 @@ Sequential(
     lenet_case("relu_max", nn.ReLU, nn.MaxPool2d, "cuda:0")
   end)
 
+  -- ------------------------------------------- each module's numbers
+
+  -- Fills the module's parameters as the generator does, calls it on the
+  -- generator's input and compares the output with PyTorch's.
+  local function module_output_case(case)
+    local m = assert(load("local nn = ...; return " .. case.ctor))(nn)
+    torch.no_grad(function()
+      for i, kv in ipairs(m:named_parameters()) do
+        local shape = {}
+        for d, n in ipairs(kv[2].shape) do shape[d] = n end
+        kv[2]:copy_(fill(shape, 0.5 * (i - 1), 0.3))
+      end
+    end)
+    local y = m(fill(case.input, 0.4, 1.0))
+    assert.are.same(case.shape, H.shape(y), case.ctor)
+    check_summary(y, case.out, case.ctor)
+  end
+
+  needs({ "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "batch_norm" }, it)(
+    "pooling and batch-norm modules pass their options on: outputs as PyTorch's", function()
+    local n = 0
+    for _, case in ipairs(G.outputs) do
+      if not case.ctor:find("^nn%.Conv") then module_output_case(case); n = n + 1 end
+    end
+    assert.are.equal(9, n)
+  end)
+
+  needs({ "conv2d", "conv1d" }, it)("convolution modules pass their options on: outputs as PyTorch's", function()
+    local n = 0
+    for _, case in ipairs(G.outputs) do
+      if case.ctor:find("^nn%.Conv") then module_output_case(case); n = n + 1 end
+    end
+    assert.are.equal(5, n)
+  end)
+
   -- ------------------------------------------------------ batch norm
 
   local it_bn = needs({ "batch_norm" }, it)

@@ -138,6 +138,40 @@ for name, act, pool in [("sigmoid_avg", nn.Sigmoid, nn.AvgPool2d), ("relu_max", 
 w("  },")
 
 # -------------------------------------------------------------- batchnorm
+# ------------------------------------------------- module outputs
+# Each module's parameters are filled with fill(shape, 0.5 * i, 0.3) in
+# named_parameters order, then it is called (training mode) on
+# fill(input_shape, 0.4, 1.0): the output's shape and summary.
+OUTPUTS = [
+    ("nn.Conv2d(3, 4, 3)", nn.Conv2d(3, 4, 3), [2, 3, 9, 7]),
+    ("nn.Conv2d(3, 4, {3, 2}, {stride = {2, 1}, padding = {1, 0}, bias = false})",
+     nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0), bias=False), [2, 3, 9, 7]),
+    ("nn.Conv2d(4, 6, 3, {padding = 'same', dilation = 2, groups = 2})",
+     nn.Conv2d(4, 6, 3, padding='same', dilation=2, groups=2), [1, 4, 8, 9]),
+    ("nn.Conv2d(3, 2, 1)", nn.Conv2d(3, 2, 1), [3, 5, 4]),
+    ("nn.Conv1d(2, 4, 3, {stride = 2, padding = 1})", nn.Conv1d(2, 4, 3, stride=2, padding=1), [3, 2, 11]),
+    ("nn.MaxPool2d(3, {stride = 2, padding = 1, ceil_mode = true})",
+     nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True), [2, 3, 9, 7]),
+    ("nn.MaxPool2d({2, 3}, {dilation = 2})", nn.MaxPool2d((2, 3), dilation=2), [2, 3, 9, 7]),
+    ("nn.AvgPool2d(3, {stride = 2, padding = 1, count_include_pad = false})",
+     nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), [2, 3, 9, 7]),
+    ("nn.AvgPool2d(3, {stride = 2, padding = 1, ceil_mode = true})",
+     nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True), [2, 3, 9, 7]),
+    ("nn.AdaptiveAvgPool2d({4, 3})", nn.AdaptiveAvgPool2d((4, 3)), [2, 3, 9, 7]),
+    ("nn.AdaptiveMaxPool2d(2)", nn.AdaptiveMaxPool2d(2), [2, 3, 9, 7]),
+    ("nn.BatchNorm2d(3)", nn.BatchNorm2d(3), [2, 3, 9, 7]),
+    ("nn.BatchNorm1d(3)", nn.BatchNorm1d(3), [5, 3]),
+    ("nn.BatchNorm1d(3, {affine = false})", nn.BatchNorm1d(3, affine=False), [2, 3, 6]),
+]
+w("  outputs = {")
+for lua, m, shape in OUTPUTS:
+    with torch.no_grad():
+        for i, (_, p) in enumerate(m.named_parameters()):
+            p.copy_(fill(list(p.shape), 0.5 * i, 0.3))
+    y = m(fill(shape, 0.4, 1.0))
+    w("    {ctor = %r, input = %s, shape = %s, out = %s}," % (lua, lua_list(shape), lua_list(list(y.shape)), summary(y)))
+w("  },")
+
 w("  batchnorm = {")
 for name, momentum in [("momentum", 0.1), ("cumulative", None)]:
     bn = nn.BatchNorm2d(3, momentum=momentum)
