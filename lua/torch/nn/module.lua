@@ -238,8 +238,10 @@ function Module:_check_device(input, names)
   for _, name in ipairs(names) do
     local t = self._parameters.vals[name] or self._buffers.vals[name]
     if t ~= nil and t.device ~= dev then
-      fail(string.format("%s: %s is on %s but the input is on %s (move the module with net:to(%s) or the input "
-        .. "with x:to(%s))", self:_get_name(), name, devstr(t.device), devstr(dev), devstr(dev), devstr(t.device)))
+      -- PyTorch's words for the mismatch follow, which scripts may look for
+      fail(string.format("%s: %s is on %s but the input is on %s (Expected all tensors to be on the same device: "
+        .. "move the module with net:to(\"%s\") or the input with x:to(\"%s\"))", self:_get_name(), name,
+        devstr(t.device), devstr(dev), devstr(dev), devstr(t.device)))
     end
   end
 end
