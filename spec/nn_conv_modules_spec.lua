@@ -475,6 +475,32 @@ Sequential(
     lenet_case("relu_max", nn.ReLU, nn.MaxPool2d, "cuda:0")
   end)
 
+  it_lenet("LeNet through DataParallel on 2 simulated GPUs: the gradients of one device's step", function()
+    if not gpus(2) then return pending("needs 2 CUDA devices") end
+    local single = lenet(nn.ReLU, nn.MaxPool2d)
+    load_weights(single)
+    single:to("cuda:0")
+    local twin = lenet(nn.ReLU, nn.MaxPool2d)
+    load_weights(twin)
+    twin:to("cuda:0")
+    local dp = nn.DataParallel(twin, { device_ids = { 0, 1 } })
+    local X = fill({ 6, 1, 28, 28 }, 0.3, 1.0):to("cuda:0")
+    local y = torch.tensor({ 4, 8, 1, 2, 10, 6 }, { device = "cuda:0" })
+    F.cross_entropy(single(X), y):backward()
+    local grads = {}
+    for name, p in single:named_parameters() do grads[name] = p.grad end
+    local out = dp(X)
+    assert.are.equal(torch.device("cuda:0"), out.device)
+    F.cross_entropy(out, y):backward()
+    local n = 0
+    for name, p in twin:named_parameters() do
+      local ref = grads[name]
+      H.assert_close(flat(p.grad), flat(ref), 1e-4, 1e-6, name)
+      n = n + 1
+    end
+    assert.are.equal(10, n)
+  end)
+
   -- ------------------------------------------- each module's numbers
 
   -- Fills the module's parameters as the generator does, calls it on the
