@@ -141,6 +141,25 @@ describe("nn.Module:extend and registration", function()
   end)
 end)
 
+describe("torch.nn.module after its split into files", function()
+  -- module.lua re-exports what moved to pyrepr.lua, collections.lua,
+  -- parameter.lua and state_dict.lua, so its users need not change.
+  it("keeps its public shape", function()
+    local base = require("torch.nn.module")
+    for _, name in ipairs({ "Module", "Parameter", "OrderedDict", "OMap", "named_list", "is_module", "is_parameter",
+      "py_number", "py_bool", "py_repr", "check_child" }) do
+      assert.is_not_nil(base[name], name)
+    end
+    assert.is_true(rawequal(base.Module, nn.Module))
+    assert.is_true(rawequal(base.OrderedDict, require("torch.nn.collections").OrderedDict))
+    assert.is_true(rawequal(base.Parameter, require("torch.nn.parameter").Parameter))
+    assert.are.equal("1e-05", base.py_number(1e-5))
+    assert.are.equal("0.1", base.py_number(0.1))
+    assert.is_true(rawequal(nn.Module.state_dict, require("torch.nn.state_dict").state_dict))
+    assert.is_true(rawequal(nn.Sequential, require("torch.nn.containers").Sequential))
+  end)
+end)
+
 describe("module reprs match PyTorch", function()
   it("a Sequential of every layer kind", function()
     local net = nn.Sequential(nn.Linear(3, 1), nn.ReLU(), nn.Dropout(0.5), nn.Flatten(), nn.Sigmoid(), nn.Tanh(),

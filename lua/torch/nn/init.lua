@@ -1,7 +1,12 @@
 -- torch.nn: modules, layers, losses, DataParallel. See docs/nn.md.
 local base = require("torch.nn.module")
+local containers = require("torch.nn.containers")
 local layers = require("torch.nn.layers")
 local loss = require("torch.nn.loss")
+local conv = require("torch.nn.conv")
+local pooling = require("torch.nn.pooling")
+local batchnorm = require("torch.nn.batchnorm")
+local lazy = require("torch.nn.lazy")
 local parallel = require("torch.nn.parallel")
 
 local nn = {}
@@ -13,9 +18,12 @@ nn.is_module = base.is_module
 nn.is_parameter = base.is_parameter
 nn.init = require("torch.nn.initializers")
 
-for _, mod in ipairs({ layers, loss }) do
+for _, mod in ipairs({ containers, layers, loss, conv, pooling, batchnorm, lazy }) do
   for k, v in pairs(mod) do nn[k] = v end
 end
+-- nn.functional, the book's F (torch.nn.functional), after the merge above
+-- (loss.lua's table of functional forms is reached through it).
+nn.functional = require("torch.nn.functional")
 nn.DataParallel = parallel.DataParallel
 nn.parallel = {
   DataParallel = parallel.DataParallel,

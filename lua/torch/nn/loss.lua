@@ -40,9 +40,11 @@ L.MSELoss = MSELoss
 
 function MSELoss:init(opts) self.reduction = reduction_of(opts, "nn.MSELoss") end
 
-function MSELoss:forward(input, target)
-  check_tensor(input, "input", "MSELoss")
-  check_tensor(target, "target", "MSELoss")
+-- mse_loss(input, target, reduction, who): shared by nn.MSELoss and
+-- F.mse_loss; `who` names the caller in messages.
+local function mse_loss(input, target, reduction, who)
+  check_tensor(input, "input", who)
+  check_tensor(target, "target", who)
   local si, st = input.shape, target.shape
   local same = #si == #st
   if same then for i = 1, #si do if si[i] ~= st[i] then same = false end end end
@@ -54,8 +56,10 @@ function MSELoss:forward(input, target)
       tostring(st), tostring(si)))
   end
   local d = input - target
-  return reduce(d * d, self.reduction)
+  return reduce(d * d, reduction)
 end
+
+function MSELoss:forward(input, target) return mse_loss(input, target, self.reduction, "MSELoss") end
 
 -- -------------------------------------------------------- CrossEntropyLoss
 
@@ -75,12 +79,14 @@ local function nll_rows(logp, target, C)
   return -(onehot * logp):sum(2)
 end
 
-function CrossEntropyLoss:forward(input, target)
-  check_tensor(input, "input", "CrossEntropyLoss")
-  check_tensor(target, "target", "CrossEntropyLoss")
+-- cross_entropy(input, target, reduction, who): shared by
+-- nn.CrossEntropyLoss and F.cross_entropy.
+local function cross_entropy(input, target, reduction, who)
+  check_tensor(input, "input", who)
+  check_tensor(target, "target", who)
   local nd = input:dim()
   if nd ~= 1 and nd ~= 2 then
-    fail("CrossEntropyLoss: expected input of shape [N, C] or [C], got " .. tostring(input.shape))
+    fail(who .. ": expected input of shape [N, C] or [C], got " .. tostring(input.shape))
   end
   local cdim = nd == 2 and 2 or 1
   local C = input:size(cdim)
@@ -92,26 +98,26 @@ function CrossEntropyLoss:forward(input, target)
     local ok = #st == #si
     if ok then for i = 1, #si do if si[i] ~= st[i] then ok = false end end end
     if not ok then
-      fail(string.format("CrossEntropyLoss: a floating-point target holds class probabilities and must have "
+      fail(string.format(who .. ": a floating-point target holds class probabilities and must have "
         .. "the input's shape %s, got %s (class indices must be int64)", tostring(si), tostring(st)))
     end
     local per = -(target * logp):sum(cdim)
-    return reduce(per, self.reduction)
+    return reduce(per, reduction)
   end
 
   if target.dtype ~= torch.int64 then
-    fail("CrossEntropyLoss: expected target of dtype int64 (1-based class indices), got " .. tostring(target.dtype))
+    fail(who .. ": expected target of dtype int64 (1-based class indices), got " .. tostring(target.dtype))
   end
   local scalar = nd == 1
   if scalar then
     if target:dim() ~= 0 and not (target:dim() == 1 and target:size(1) == 1) then
-      fail("CrossEntropyLoss: for an input of shape [C] the target must be a single class index")
+      fail(who .. ": for an input of shape [C] the target must be a single class index")
     end
     logp = logp:unsqueeze(1)
     target = target:reshape(1)
   else
     if target:dim() ~= 1 or target:size(1) ~= input:size(1) then
-      fail(string.format("CrossEntropyLoss: expected target of shape [%d] (one class index per row), got %s",
+      fail(string.format(who .. ": expected target of shape [%d] (one class index per row), got %s",
         input:size(1), tostring(target.shape)))
     end
   end
@@ -121,19 +127,34 @@ function CrossEntropyLoss:forward(input, target)
     local lo, hi = target:min():item(), target:max():item()
     if lo < 1 or hi > C then
       local bad = lo < 1 and lo or hi
-      fail(string.format("CrossEntropyLoss: Target %d is out of bounds: class indices are 1-based, 1 to %d",
+      fail(string.format(who .. ": Target %d is out of bounds: class indices are 1-based, 1 to %d",
         bad, C))
     end
   end
   local out
-  if torch.nll_loss and self.reduction ~= "none" then
+  if torch.nll_loss and reduction ~= "none" then
     out = torch.nll_loss(logp, target)
-    if self.reduction == "sum" then out = out * target:numel() end
+    if reduction == "sum" then out = out * target:numel() end
   else
-    out = reduce(nll_rows(logp, target, C), self.reduction)
+    out = reduce(nll_rows(logp, target, C), reduction)
   end
-  if scalar and self.reduction == "none" then out = out:squeeze(1) end
+  if scalar and reduction == "none" then out = out:squeeze(1) end
   return out
 end
+
+function CrossEntropyLoss:forward(input, target)
+  return cross_entropy(input, target, self.reduction, "CrossEntropyLoss")
+end
+
+-- The functional forms (nn.functional.mse_loss, cross_entropy):
+-- (input, target[, {reduction = "mean"}]).
+L.functional = {
+  mse_loss = function(input, target, opts)
+    return mse_loss(input, target, reduction_of(opts, "mse_loss"), "mse_loss")
+  end,
+  cross_entropy = function(input, target, opts)
+    return cross_entropy(input, target, reduction_of(opts, "cross_entropy"), "cross_entropy")
+  end,
+}
 
 return L

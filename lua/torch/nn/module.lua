@@ -1,5 +1,4 @@
--- torch.nn.module: nn.Module (the base of every layer and user model),
--- nn.Parameter and the ordered containers they use.
+-- torch.nn.module: nn.Module, the base of every layer and user model.
 --
 -- A module is a Lua table whose metatable is its class. Assigning a
 -- Parameter or a Module to a field registers it, in the order of
@@ -7,184 +6,31 @@
 -- plain attribute. Registered things live in ordered maps (_parameters,
 -- _buffers, _modules) and plain attributes in _attrs, so every assignment
 -- goes through __newindex and a field can change kind later.
+--
+-- The module's neighbours, each in a file of its own: Python's printed
+-- forms (pyrepr.lua), the ordered containers (collections.lua),
+-- nn.Parameter (parameter.lua), the state dict (state_dict.lua); the
+-- container modules Sequential and ModuleList are in containers.lua. This
+-- file re-exports them so require("torch.nn.module") keeps its shape.
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
 local options = require("torch.utils.errors").options
 local class = require("torch.utils.class")
+local pyrepr = require("torch.nn.pyrepr")
+local collections = require("torch.nn.collections")
+local parameter = require("torch.nn.parameter")
+local state = require("torch.nn.state_dict")
 
 local M = {}
 
--- ------------------------------------------------------------- helpers
+M.py_number, M.py_bool, M.py_repr = pyrepr.py_number, pyrepr.py_bool, pyrepr.py_repr
+M.OMap, M.OrderedDict, M.named_list = collections.OMap, collections.OrderedDict, collections.named_list
+M.Parameter, M.is_parameter = parameter.Parameter, parameter.is_parameter
 
+local OMap, named_list = collections.OMap, collections.named_list
+local is_parameter = parameter.is_parameter
 local function is_tensor(v) return torch.is_tensor(v) end
-
--- Tensors marked by nn.Parameter. Keys are the tensor objects (the binding
--- keeps one Lua object per engine tensor), weak so parameters can die.
-local param_set = setmetatable({}, { __mode = "k" })
-
-local function is_parameter(v)
-  if not is_tensor(v) then return false end
-  if param_set[v] then return true end
-  return torch._is_parameter ~= nil and torch._is_parameter(v) == true
-end
-M.is_parameter = is_parameter
-
--- Python's repr of a number: integers as such, floats in the shortest form
--- that reads back to the same double, always with a '.' or an exponent.
-local function py_number(v)
-  if math.type(v) == "integer" then return tostring(v) end
-  if v ~= v then return "nan" end
-  if v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
-  local s
-  for prec = 1, 17 do
-    s = string.format("%." .. prec .. "g", v)
-    if tonumber(s) == v then break end
-  end
-  if s:find("e") then
-    -- Python writes 1e-05, 1e+20: at least two exponent digits
-    local mant, sign, exp = s:match("^(.-)e([%+%-])0*(%d+)$")
-    if #exp < 2 then exp = "0" .. exp end
-    s = mant .. "e" .. sign .. exp
-    -- Python uses scientific notation only below 1e-4 or from 1e16
-  elseif not s:find("%.") and not s:find("n") then
-    s = s .. ".0"
-  end
-  local a = math.abs(v)
-  if a ~= 0 and (a < 1e-4 or a >= 1e16) then return s end
-  if s:find("e") then -- %g chose an exponent where Python would not
-    s = string.format("%.17f", v):gsub("0+$", "")
-    if s:sub(-1) == "." then s = s .. "0" end
-  end
-  return s
-end
-M.py_number = py_number
-
-local function py_bool(b) return b and "True" or "False" end
-M.py_bool = py_bool
-
--- Python's repr of a value inside an extra_repr.
-local function py_repr(v)
-  if type(v) == "number" then return py_number(v) end
-  if type(v) == "boolean" then return py_bool(v) end
-  if v == nil then return "None" end
-  if type(v) == "string" then return "'" .. v .. "'" end
-  return tostring(v)
-end
-M.py_repr = py_repr
-
--- -------------------------------------------------------- ordered maps
-
--- Internal ordered map: keys (a list) and vals (key -> value).
-local OMap = {}
-OMap.__index = OMap
-function OMap.new() return setmetatable({ keys = {}, vals = {} }, OMap) end
-function OMap:get(k) return self.vals[k] end
-function OMap:has(k) return self.vals[k] ~= nil end
-function OMap:set(k, v)
-  if v == nil then return self:remove(k) end
-  if self.vals[k] == nil then self.keys[#self.keys + 1] = k end
-  self.vals[k] = v
-end
-function OMap:remove(k)
-  if self.vals[k] == nil then return end
-  self.vals[k] = nil
-  for i, key in ipairs(self.keys) do
-    if key == k then table.remove(self.keys, i); break end
-  end
-end
-function OMap:count() return #self.keys end
--- for k, v in m:items() do
-function OMap:items()
-  local i = 0
-  return function()
-    i = i + 1
-    local k = self.keys[i]
-    if k ~= nil then return k, self.vals[k] end
-  end
-end
-M.OMap = OMap
-
--- nn.OrderedDict: what state_dict() returns. A table of key -> value
--- (sd["fc.weight"]) that remembers insertion order: pairs(sd) goes in
--- that order, sd.__keys is the list of keys, #sd the count, and tostring
--- prints like Python's OrderedDict.
-local function od_keys(t)
-  local mt = getmetatable(t)
-  local r = {}
-  for _, k in ipairs(mt.__order) do
-    if rawget(t, k) ~= nil then r[#r + 1] = k end
-  end
-  return r
-end
-
-local function OrderedDict(init_pairs)
-  local order, seen = {}, {}
-  local mt = { __name = "OrderedDict", __order = order }
-  mt.__index = function(t, k) if k == "__keys" then return od_keys(t) end end
-  mt.__newindex = function(t, k, v)
-    if v ~= nil and not seen[k] then seen[k] = true; order[#order + 1] = k end
-    rawset(t, k, v)
-  end
-  mt.__pairs = function(t)
-    local keys, i = od_keys(t), 0
-    return function()
-      i = i + 1
-      local k = keys[i]
-      if k ~= nil then return k, rawget(t, k) end
-    end, t, nil
-  end
-  mt.__len = function(t) return #od_keys(t) end
-  mt.__tostring = function(t)
-    local parts = {}
-    for _, k in ipairs(od_keys(t)) do
-      parts[#parts + 1] = "(" .. py_repr(k) .. ", " .. tostring(rawget(t, k)) .. ")"
-    end
-    return "OrderedDict([" .. table.concat(parts, ", ") .. "])"
-  end
-  local d = setmetatable({}, mt)
-  for _, kv in ipairs(init_pairs or {}) do d[kv[1]] = kv[2] end
-  return d
-end
-M.OrderedDict = OrderedDict
-
--- A list of {name, value} pairs that a generic for can also walk directly:
---   for name, p in net:named_parameters() do ... end
---   local first = net:named_parameters()[1]   -- {"fc.weight", p}
-local function named_list(list)
-  local pos = {}
-  for i, kv in ipairs(list) do pos[kv[1]] = i end
-  return setmetatable(list, {
-    __call = function(self, _, prev)
-      local i = prev == nil and 1 or (pos[prev] or #self) + 1
-      local kv = self[i]
-      if kv then return kv[1], kv[2] end
-    end,
-  })
-end
-M.named_list = named_list
-
--- ------------------------------------------------------------ Parameter
-
--- nn.Parameter(t[, requires_grad]): marks t as a parameter (printed as
--- "Parameter containing:") that requires grad, and returns it. The tensor
--- object itself is marked (no copy): assign it to a module field to
--- register it. requires_grad may be a boolean or {requires_grad = b}.
-function M.Parameter(t, requires_grad)
-  if t == nil then t = torch.empty(0) end
-  if not is_tensor(t) then
-    fail("nn.Parameter: expected a tensor, got " .. type(t))
-  end
-  if type(requires_grad) == "table" then requires_grad = requires_grad.requires_grad end
-  if t.grad_fn ~= nil and t.detach then t = t:detach() end -- a leaf, like PyTorch
-  if torch._make_parameter then
-    local r = torch._make_parameter(t, requires_grad ~= false)
-    if is_tensor(r) then t = r end
-  end
-  param_set[t] = true
-  t.requires_grad = requires_grad ~= false
-  return t
-end
 
 -- --------------------------------------------------------------- Module
 
@@ -366,6 +212,39 @@ function Module:forward()
 end
 
 function Module:_get_name() return getmetatable(self).__name end
+
+-- m:isinstance(cls): whether m is an instance of cls or of a class derived
+-- from it (Python's isinstance(m, cls)), e.g. m:isinstance(nn.Conv2d).
+function Module:isinstance(cls)
+  if type(cls) ~= "table" or rawget(cls, "__class") ~= cls then
+    fail("isinstance: expected a module class such as nn.Conv2d, got " .. type_name(cls))
+  end
+  local c = getmetatable(self)
+  while c ~= nil do
+    if rawequal(c, cls) then return true end
+    c = rawget(c, "super")
+  end
+  return false
+end
+
+local function devstr(d) return d.type == "cpu" and "cpu" or (d.type .. ":" .. tostring(d.index)) end
+
+-- Refuses an input on another device than the module's own tensors,
+-- naming the first one that differs (a parameter or a buffer) and both
+-- devices: "BatchNorm2d: running_mean is on cpu but the input is on
+-- cuda:0". `names` lists the fields to check; nil fields are skipped.
+function Module:_check_device(input, names)
+  local dev = input.device
+  for _, name in ipairs(names) do
+    local t = self._parameters.vals[name] or self._buffers.vals[name]
+    if t ~= nil and t.device ~= dev then
+      -- PyTorch's words for the mismatch follow, which scripts may look for
+      fail(string.format("%s: %s is on %s but the input is on %s (Expected all tensors to be on the same device: "
+        .. "move the module with net:to(\"%s\") or the input with x:to(\"%s\"))", self:_get_name(), name,
+        devstr(t.device), devstr(dev), devstr(dev), devstr(t.device)))
+    end
+  end
+end
 
 -- One line (or several, separated by \n) shown inside the parentheses.
 function Module:extra_repr() return "" end
@@ -651,113 +530,10 @@ Module.bfloat16 = cast("bfloat16")
 
 -- ----------------------------------------------------------- state dict
 
--- The module's state as an nn.OrderedDict: parameter and persistent
--- buffer names (fc.weight, 1.bias, module.fc.weight) to tensors detached
--- from autograd that share storage with the module's.
-local function save_state(self, prefix, out, keep_vars)
-  for name, p in self._parameters:items() do out[#out + 1] = { prefix .. name, keep_vars and p or p.data } end
-  for name, b in self._buffers:items() do
-    if not self._non_persistent[name] then out[#out + 1] = { prefix .. name, keep_vars and b or b.data } end
-  end
-  for name, m in self._modules:items() do save_state(m, prefix .. name .. ".", out, keep_vars) end
-end
-
-function Module:state_dict(opts)
-  opts = options(opts, "state_dict")
-  check_options(opts, "state_dict", { "prefix", "keep_vars" })
-  if opts.prefix ~= nil and type(opts.prefix) ~= "string" then
-    fail("state_dict: prefix must be a string, got " .. type(opts.prefix))
-  end
-  local out = {}
-  save_state(self, opts.prefix or "", out, opts.keep_vars)
-  return OrderedDict(out)
-end
-
-local function size_str(t)
-  return tostring(t.shape)
-end
-
-local function same_shape(a, b)
-  local sa, sb = a.shape, b.shape
-  if #sa ~= #sb then return false end
-  for i = 1, #sa do if sa[i] ~= sb[i] then return false end end
-  return true
-end
-
--- What load_state_dict returns: {missing_keys =, unexpected_keys =}, shown
--- as PyTorch shows its _IncompatibleKeys.
-local IncompatibleKeys = { __name = "_IncompatibleKeys" }
-IncompatibleKeys.__tostring = function(r)
-  if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return "<All keys matched successfully>" end
-  local function list(keys)
-    local q = {}
-    for i, k in ipairs(keys) do q[i] = "'" .. k .. "'" end
-    return "[" .. table.concat(q, ", ") .. "]"
-  end
-  return "_IncompatibleKeys(missing_keys=" .. list(r.missing_keys) .. ", unexpected_keys=" ..
-    list(r.unexpected_keys) .. ")"
-end
-
--- Copies sd's tensors into the module's parameters and buffers, in place.
--- Strict (the default): missing keys, unexpected keys and shape mismatches
--- are an error naming them all, and nothing is copied. {strict = false}
--- copies what matches and returns {missing_keys =, unexpected_keys =}
--- (shape mismatches are still an error, as in PyTorch).
-function Module:load_state_dict(sd, opts)
-  if type(sd) ~= "table" then
-    fail("Expected state_dict to be a table of names to tensors, got " .. type(sd))
-  end
-  check_options(opts, "load_state_dict", { "strict" })
-  local strict = not (opts == false or (type(opts) == "table" and opts.strict == false))
-  local own = {}
-  save_state(self, "", own, true)
-  local expected = {}
-  local missing, mismatch, copies = {}, {}, {}
-  for _, kv in ipairs(own) do
-    local key, target = kv[1], kv[2]
-    expected[key] = true
-    local v = sd[key]
-    if v == nil then
-      missing[#missing + 1] = key
-    elseif not is_tensor(v) then
-      mismatch[#mismatch + 1] = string.format(
-        'While copying the parameter named "%s", expected torch.Tensor from checkpoint but received %s', key, type(v))
-    elseif not same_shape(v, target) then
-      mismatch[#mismatch + 1] = string.format(
-        "size mismatch for %s: copying a param with shape %s from checkpoint, the shape in current model is %s.",
-        key, size_str(v), size_str(target))
-    else
-      copies[#copies + 1] = { target, v }
-    end
-  end
-  local unexpected = {}
-  local mt = getmetatable(sd)
-  local keys = type(mt) == "table" and mt.__order ~= nil and sd.__keys or nil
-  if not keys then
-    keys = {}
-    for k in pairs(sd) do keys[#keys + 1] = k end
-    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
-  end
-  for _, k in ipairs(keys) do
-    if not expected[k] then unexpected[#unexpected + 1] = tostring(k) end
-  end
-  local errs = {}
-  local function quoted(list)
-    local q = {}
-    for i, k in ipairs(list) do q[i] = '"' .. k .. '"' end
-    return table.concat(q, ", ")
-  end
-  if strict and #missing > 0 then errs[#errs + 1] = "Missing key(s) in state_dict: " .. quoted(missing) .. ". " end
-  if strict and #unexpected > 0 then errs[#errs + 1] = "Unexpected key(s) in state_dict: " .. quoted(unexpected) .. ". " end
-  for _, m in ipairs(mismatch) do errs[#errs + 1] = m end
-  if #errs > 0 then
-    fail("Error(s) in loading state_dict for " .. self:_get_name() .. ":\n\t" .. table.concat(errs, "\n\t"))
-  end
-  torch.no_grad(function()
-    for _, c in ipairs(copies) do c[1].data:copy_(c[2]) end
-  end)
-  return setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
-end
+-- state_dict([{prefix =, keep_vars =}]) and load_state_dict(sd[, {strict =}]):
+-- see state_dict.lua.
+Module.state_dict = state.state_dict
+Module.load_state_dict = state.load_state_dict
 
 -- Marks the root so is_module can recognise instances of every class.
 Module.__is_module = true

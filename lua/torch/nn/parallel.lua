@@ -9,6 +9,14 @@
 -- copies are made with tensor:to(device), so gradients reach the master's
 -- parameters through autograd wherever the engine records `to`.
 --
+-- Buffers: each replica gets the master's buffers moved to its device.
+-- Because the replica on the master device is the master module itself,
+-- a layer that updates its buffers in place (batch norm's running_mean,
+-- running_var and num_batches_tracked) updates the original's with the
+-- statistics of device_ids[1]'s slice of the batch, as PyTorch's
+-- DataParallel does; the other replicas' updates go to their copies and
+-- are dropped with them.
+--
 -- Why the replicas run concurrently although they are called in turn:
 -- CUDA devices are asynchronous, so calling a replica only queues its
 -- kernels on its device. Nothing here may make the host wait for a device
