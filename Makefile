@@ -35,6 +35,8 @@ GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unuse
 GS_CFLAGS += -ffp-contract=off
 # jansson: JSON for the profiler's Chrome traces (torch.so) and the Jupyter kernel
 LDLIBS  := -lopenblas -ljansson -lm -lpthread
+# zlib: the IDX data set reader (src/io/gs_idx.c) reads gzipped files
+LDLIBS  += -lz
 ifeq ($(WERROR),1)
   GS_CFLAGS += -Werror
 endif
@@ -92,7 +94,7 @@ ifeq ($(CUDA),1)
 endif
 
 .PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build fuzz-api
-all: deps $(BUILD)/gshell $(BUILD)/torch.so $(if $(filter 1,$(TSAN)),$(BUILD)/bin/lua5.4)
+all: deps $(BUILD)/gshell $(BUILD)/torch.so $(BUILD)/torchvision.so $(if $(filter 1,$(TSAN)),$(BUILD)/bin/lua5.4)
 
 deps:
 	@sh tools/install-deps.sh
@@ -106,6 +108,11 @@ $(BUILD)/gshell: $(ENGINE_OBJS) $(SHELL_OBJS)
 # It exports luaopen_torch and nothing else (tools/torch.map).
 $(BUILD)/torch.so: $(ENGINE_OBJS) tools/torch.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=tools/torch.map -o $@ $(ENGINE_OBJS) $(LDLIBS)
+
+# require("torchvision") in stock lua5.4 finds this link to torch.so
+# (luaopen_torchvision; the data sets, issue 21).
+$(BUILD)/torchvision.so: $(BUILD)/torch.so
+	ln -sf torch.so $@
 
 # Objects are rebuilt when the flags change (CUDA on/off, WERROR, ...).
 FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(ALL_CFLAGS) $(NVFLAGS)' | md5sum | cut -c1-10)
@@ -176,7 +183,7 @@ fuzz-build:
 	@sh tools/install-deps.sh clang libclang-rt-dev
 	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz
 $(FUZZ_DIR)/safetensors_fuzz: fuzz/safetensors_fuzz.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lm -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lz -lm -lpthread
 $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
