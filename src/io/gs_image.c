@@ -1,9 +1,12 @@
 /* gs_image.c: bilinear resize of CPU images (gs_image.h). The source
  * positions and weights of every output column and row are computed once
- * (they are the same for every image of a batch), then each output row is
- * two interpolations along the width blended along the height, in the
- * order PyTorch's CPU kernel uses, so float32 results match it bit for
- * bit. Rows are spread over the CPU's worker threads. */
+ * (they are the same for every image of a batch), then each output pixel
+ * blends its four source pixels. The arithmetic is that of PyTorch's CPU
+ * kernel for one-channel images (the data sets' gray images; PyTorch runs
+ * its channels-last kernel on them), found by matching its results bit for
+ * bit: the scale in/out in float, source positions in double, weights
+ * rounded to float, the four weight products in float, the sum in double.
+ * Rows are spread over the CPU's worker threads. */
 #include "io/gs_image.h"
 #include <math.h>
 #include <stdlib.h>
@@ -12,32 +15,30 @@
 
 typedef struct {
   int64_t i0, i1; /* source indices */
-  double w0, w1;  /* their weights (rounded to float for float32 work) */
+  double w0, w1;  /* their weights (float values for float32 work) */
 } tap;
 
-/* PyTorch's area_pixel_compute_source_index for align_corners=False:
- * scale = in / out in the working precision, src = scale (dst + 0.5) - 0.5,
- * clamped to 0 below; the second tap is the next pixel unless at the edge. */
+/* align_corners=False: src = scale (dst + 0.5) - 0.5, clamped to 0 below;
+ * the second tap is the next pixel unless at the edge. */
 static void taps(int64_t in, int64_t out, bool single, tap *t) {
   for (int64_t d = 0; d < out; d++) {
+    double scale = single ? (double)((float)in / (float)out) : (double)in / (double)out;
+    double s = scale * ((double)d + 0.5) - 0.5;
+    if (s < 0) s = 0;
+    int64_t i = (int64_t)s;
+    if (i > in - 1) i = in - 1;
+    double l1 = s - (double)i;
+    if (l1 > 1) l1 = 1;
+    t[d].i0 = i;
+    t[d].i1 = i < in - 1 ? i + 1 : i;
     if (single) {
-      float scale = (float)in / (float)out;
-      float s = scale * ((float)d + 0.5f) - 0.5f;
-      if (s < 0) s = 0;
-      t[d].i0 = (int64_t)s;
-      float l1 = s - (float)t[d].i0;
-      t[d].w1 = l1;
-      t[d].w0 = 1.0f - l1;
+      float f1 = (float)l1;
+      t[d].w1 = f1;
+      t[d].w0 = 1.0f - f1;
     } else {
-      double scale = (double)in / (double)out;
-      double s = scale * ((double)d + 0.5) - 0.5;
-      if (s < 0) s = 0;
-      t[d].i0 = (int64_t)s;
-      t[d].w1 = s - (double)t[d].i0;
-      t[d].w0 = 1.0 - t[d].w1;
+      t[d].w1 = l1;
+      t[d].w0 = 1.0 - l1;
     }
-    if (t[d].i0 > in - 1) t[d].i0 = in - 1;
-    t[d].i1 = t[d].i0 < in - 1 ? t[d].i0 + 1 : t[d].i0;
   }
 }
 
@@ -49,45 +50,40 @@ typedef struct {
   const tap *th, *tw;
 } job;
 
-/* One output row r (over all planes: row r is plane r / oh, line r % oh). */
+/* Reads pixel k of the source as a double. */
+static inline double px(const job *j, int64_t k) {
+  switch (j->dt) {
+  case GS_FLOAT64: return ((const double *)j->src)[k];
+  case GS_FLOAT32: return ((const float *)j->src)[k];
+  default: return ((const uint8_t *)j->src)[k];
+  }
+}
+
+/* Output rows [begin, end) over all planes: row r is line r % oh of
+ * plane r / oh. */
 static void rows(int64_t begin, int64_t end, void *ctx) {
   const job *j = ctx;
+  bool single = j->dt != GS_FLOAT64;
   for (int64_t r = begin; r < end; r++) {
     int64_t plane = r / j->oh, y = r % j->oh;
     const tap *h = &j->th[y];
     int64_t a = (plane * j->ih + h->i0) * j->iw, b = (plane * j->ih + h->i1) * j->iw;
     int64_t o = r * j->ow;
-    if (j->dt == GS_FLOAT64) {
-      const double *s = j->src;
-      double *d = j->dst;
-      for (int64_t x = 0; x < j->ow; x++) {
-        const tap *w = &j->tw[x];
-        double t0 = s[a + w->i0] * w->w0 + s[a + w->i1] * w->w1;
-        double t1 = s[b + w->i0] * w->w0 + s[b + w->i1] * w->w1;
-        d[o + x] = t0 * h->w0 + t1 * h->w1;
+    for (int64_t x = 0; x < j->ow; x++) {
+      const tap *w = &j->tw[x];
+      double w00, w01, w10, w11;
+      if (single) {
+        w00 = (float)h->w0 * (float)w->w0, w01 = (float)h->w0 * (float)w->w1;
+        w10 = (float)h->w1 * (float)w->w0, w11 = (float)h->w1 * (float)w->w1;
+      } else {
+        w00 = h->w0 * w->w0, w01 = h->w0 * w->w1, w10 = h->w1 * w->w0, w11 = h->w1 * w->w1;
       }
-    } else if (j->dt == GS_FLOAT32) {
-      const float *s = j->src;
-      float *d = j->dst;
-      float hw0 = (float)h->w0, hw1 = (float)h->w1;
-      for (int64_t x = 0; x < j->ow; x++) {
-        const tap *w = &j->tw[x];
-        float w0 = (float)w->w0, w1 = (float)w->w1;
-        float t0 = s[a + w->i0] * w0 + s[a + w->i1] * w1;
-        float t1 = s[b + w->i0] * w0 + s[b + w->i1] * w1;
-        d[o + x] = t0 * hw0 + t1 * hw1;
-      }
-    } else { /* uint8: float32 work, rounded half to even (torch.round), then cast */
-      const uint8_t *s = j->src;
-      uint8_t *d = j->dst;
-      float hw0 = (float)h->w0, hw1 = (float)h->w1;
-      for (int64_t x = 0; x < j->ow; x++) {
-        const tap *w = &j->tw[x];
-        float w0 = (float)w->w0, w1 = (float)w->w1;
-        float t0 = (float)s[a + w->i0] * w0 + (float)s[a + w->i1] * w1;
-        float t1 = (float)s[b + w->i0] * w0 + (float)s[b + w->i1] * w1;
-        float v = nearbyintf(t0 * hw0 + t1 * hw1);
-        d[o + x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+      double v = px(j, a + w->i0) * w00 + px(j, a + w->i1) * w01 + px(j, b + w->i0) * w10 + px(j, b + w->i1) * w11;
+      if (j->dt == GS_FLOAT64) ((double *)j->dst)[o + x] = v;
+      else if (j->dt == GS_FLOAT32) ((float *)j->dst)[o + x] = (float)v;
+      else { /* float32 result, rounded half to even (torch.round), then cast */
+        float f = nearbyintf((float)v);
+        ((uint8_t *)j->dst)[o + x] = (uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f);
       }
     }
   }

@@ -97,7 +97,9 @@ end
 function Resize:apply(x)
   check_image(x, "Resize")
   if x:dim() < 2 then fail("Resize: expected an image (..., H, W), got " .. E.describe(x)) end
-  local h, w = self:output_size(x:size(x:dim() - 1), x:size(x:dim()))
+  local ih, iw = x:size(x:dim() - 1), x:size(x:dim())
+  if ih < 1 or iw < 1 then fail(string.format("Resize: the input image is empty (%d x %d)", ih, iw)) end
+  local h, w = self:output_size(ih, iw)
   return torch._resize_bilinear(x, h, w)
 end
 Resize.batch = Resize.apply
