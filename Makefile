@@ -7,7 +7,8 @@
 #                      fails on any data race or lock-order report)
 #   make WERROR=1      warnings are errors (CI)
 #   make fuzz          builds and runs the safetensors fuzzer (fuzz/run.sh;
-#                      FUZZ_SECONDS=60 FUZZ_JOBS=1)
+#                      FUZZ_SECONDS=60 FUZZ_JOBS=1; FUZZ_TARGET=idx fuzzes
+#                      the data sets' IDX reader instead)
 # CFLAGS, CPPFLAGS and LDFLAGS given on the command line are added after
 # the build's own flags (so `make CFLAGS=-O0` lowers the optimisation but
 # keeps the includes and warnings).
@@ -172,17 +173,19 @@ clean:
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= 1
+FUZZ_TARGET  ?= safetensors
 FUZZ_DIR     := build-fuzz
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Isrc $(LUA_INC) $(CPPFLAGS) $(CFLAGS)
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(filter-out src/bind/%.c,$(ENGINE_SRCS)))
 
 fuzz:
-	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS)
+	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGET)
 fuzz-build:
 	@sh tools/install-deps.sh clang libclang-rt-dev
-	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz
-$(FUZZ_DIR)/safetensors_fuzz: fuzz/safetensors_fuzz.c $(FUZZ_OBJS)
+	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz
+# one fuzzer per loader: fuzz/NAME_fuzz.c (the IDX one: data sets, issue 21)
+$(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz: $(FUZZ_DIR)/%_fuzz: fuzz/%_fuzz.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lz -lm -lpthread
 $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)

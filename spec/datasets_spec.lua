@@ -305,6 +305,15 @@ describe("where the data sets are found", function()
       { "t10k-labels-idx1-ubyte", "expected an IDX labels file (1 dims", "got 3 dims" })
   end)
 
+  it("require('torchvision') works in stock lua5.4 before require('torch'), and is one module", function()
+    local out = H.run_lua([[
+      local tv = require("torchvision")
+      local torch = require("torch")
+      print(tv == require("torchvision"), tv.datasets.FashionMNIST({train = false}):get(1)[2], torch.is_tensor(tv.datasets.FashionMNIST({train = false}).data))
+    ]])
+    assert.are.equal("true\t" .. (F.t10k.first_label + 1) .. "\ttrue\n", out)
+  end)
+
   it("MNIST reads the same format from its root", function()
     local ds = tv.datasets.MNIST({ root = plain_root("plain"), train = false })
     assert.are.equal(10000, #ds)
