@@ -152,9 +152,10 @@ test: all
 	@sh tools/run_specs.sh $(BUILD)
 
 bench: all
-	@sh tools/install-deps.sh python3-torch
+	@sh tools/install-deps.sh python3-torch python3-torchvision
 	@sh bench/run.sh $(BUILD)
 	@sh bench/async/run.sh $(BUILD)
+	@sh bench/data/run.sh $(BUILD)
 
 # `make fuzz-api SECONDS=N [SEED=S] [CASE=C]`: the random-call API fuzzer
 # (fuzz/api.lua) under AddressSanitizer + UBSan; a failure prints the

@@ -15,6 +15,8 @@ local DataLoader = torch.utils.data.DataLoader
 
 local FMNIST = "/usr/share/datasets/fashion-mnist"
 local tmp = R.tmpdir()
+-- the decompressed copies of this spec go to its own folder, not ~/.cache
+tv.datasets.cache_dir = tmp .. "/cache"
 
 local function write(name, bytes)
   local p = tmp .. "/" .. name
@@ -142,6 +144,74 @@ describe("the IDX reader", function()
   it("names a missing file or a directory", function()
     H.errors(function() torch._read_idx(tmp .. "/nope") end, { tmp .. "/nope", "No such file" })
     H.errors(function() torch._read_idx(tmp) end, { tmp, "not a regular file" })
+  end)
+end)
+
+describe("the decompressed cache of gzipped files", function()
+  local function file_bytes(p)
+    local f = io.open(p, "rb")
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
+
+  it("writes a plain copy on the first read and reads it afterwards", function()
+    local plain = idx({ 3, 5, 2 }, bytes(30, function(i) return i * 3 end))
+    local gz = gzip(write("cached", plain))
+    local cache = tmp .. "/cache1/sub/dir/cached"
+    local x, hit = torch._read_idx_cached(gz, cache)
+    assert.is_false(hit)
+    assert.are.equal(plain, file_bytes(cache))
+    local y, hit2 = torch._read_idx_cached(gz, cache)
+    assert.is_true(hit2)
+    assert.are.same(x:tolist(), y:tolist())
+  end)
+
+  it("rewrites a damaged or stale copy, and reads on when the copy cannot be written", function()
+    local plain = idx({ 4, 3 }, bytes(12, function(i) return 200 + i end))
+    local gz = gzip(write("cached2", plain))
+    local cache = tmp .. "/cache2/cached2"
+    torch._read_idx_cached(gz, cache)
+    local f = assert(io.open(cache, "wb"))
+    f:write(plain:sub(1, -3)) -- truncated
+    f:close()
+    local x, hit = torch._read_idx_cached(gz, cache)
+    assert.is_false(hit)
+    assert.are.equal(plain, file_bytes(cache))
+    assert.are.equal(212 % 256, x[4][3]:item())
+    -- the source changes after the copy was made: the copy is stale
+    local newer = idx({ 4, 3 }, bytes(12, function(i) return i end))
+    f = assert(io.open(tmp .. "/cached2", "wb"))
+    f:write(newer)
+    f:close()
+    gzip(tmp .. "/cached2")
+    assert(os.execute("touch -d '+1 hour' " .. R.quote(gz)))
+    local z, hit3 = torch._read_idx_cached(gz, cache)
+    assert.is_false(hit3)
+    assert.are.equal(12, z[4][3]:item())
+    assert.are.equal(newer, file_bytes(cache))
+    -- no copy can be made below a regular file: read anyway
+    local w, hit4 = torch._read_idx_cached(gz, tmp .. "/cached2/cannot/be")
+    assert.is_false(hit4)
+    assert.are.equal(12, w[4][3]:item())
+    -- a broken source is still an error
+    local bad = write("badsrc.gz", "\x1f\x8b garbage")
+    H.errors(function() torch._read_idx_cached(bad, tmp .. "/cache2/bad") end, { bad })
+  end)
+
+  it("is used by the data sets for gzipped files, named after the source path", function()
+    local ds = tv.datasets.FashionMNIST({ train = false })
+    local p = tv.datasets.cache_path(FMNIST .. "/t10k-images-idx3-ubyte.gz")
+    assert.are.equal(tmp .. "/cache/datasets/usr%share%datasets%fashion-mnist%t10k-images-idx3-ubyte", p)
+    assert.are.equal(7840016, #file_bytes(p))
+    local again = tv.datasets.FashionMNIST({ train = false })
+    assert.are.equal(ds.data:sum():item(), again.data:sum():item())
+    assert.is_nil(tv.datasets.cache_path(tmp .. "/plain/file"))
+    local saved = tv.datasets.cache_dir
+    tv.datasets.cache_dir = nil
+    assert.is_nil(tv.datasets.cache_path(FMNIST .. "/t10k-images-idx3-ubyte.gz"))
+    tv.datasets.cache_dir = saved
   end)
 end)
 
@@ -273,7 +343,7 @@ describe("where the data sets are found", function()
     assert(os.execute("mkdir -p " .. R.quote(data_dir) .. " && ln -sfn " .. R.quote(plain_root("plain")) .. " "
       .. R.quote(data_dir .. "/fashion-mnist")))
     local out, err, code = R.run({ "-e", "local ds = torchvision.datasets.FashionMNIST({train = false}) "
-      .. "print(ds.root, #ds, ds:get(1)[2])" }, "", { GSHELL_DATA = data_dir })
+      .. "print(ds.root, #ds, ds:get(1)[2])" }, "", { GSHELL_DATA = data_dir, GSHELL_CACHE = "none" })
     assert.are.equal(0, code, err)
     assert.are.equal(data_dir .. "/fashion-mnist\t10000\t" .. (F.t10k.first_label + 1) .. "\n", out)
   end)

@@ -17,6 +17,21 @@ static int l_read_idx(lua_State *L) {
   return 1;
 }
 
+/* torch._read_idx_cached(path, cache_path) -> tensor, hit: path read
+ * through a decompressed copy at cache_path (gs_idx_read_cached). */
+static int l_read_idx_cached(lua_State *L) {
+  size_t n, m;
+  const char *path = luaL_checklstring(L, 1, &n);
+  const char *cache = luaL_checklstring(L, 2, &m);
+  if (strlen(path) != n || strlen(cache) != m) return luaL_error(L, "torch._read_idx_cached: a path contains a NUL byte");
+  gs_tensor *x;
+  bool hit;
+  if (gs_idx_read_cached(path, cache, &x, &hit) != GS_OK) return luaL_error(L, "%s", gs_last_error());
+  gsL_pushtensor(L, x);
+  lua_pushboolean(L, hit);
+  return 2;
+}
+
 /* torch._resize_bilinear(x, h, w): x (..., H, W) resized to (..., h, w). */
 static int l_resize_bilinear(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
@@ -29,6 +44,6 @@ static int l_resize_bilinear(lua_State *L) {
 
 void gsL_open_image(lua_State *L) {
   static const luaL_Reg fns[] = {
-    {"_read_idx", l_read_idx}, {"_resize_bilinear", l_resize_bilinear}, {NULL, NULL}};
+    {"_read_idx", l_read_idx}, {"_read_idx_cached", l_read_idx_cached}, {"_resize_bilinear", l_resize_bilinear}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

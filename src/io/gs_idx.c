@@ -5,9 +5,11 @@
  * gzipped file bounds its decompressed size by deflate's largest ratio. */
 #define _GNU_SOURCE
 #include "io/gs_idx.h"
+#include "core/gs_file.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -177,4 +179,54 @@ gs_status gs_idx_read(const char *path, gs_tensor **out) {
   gs_status s = gs_idx_read_fd(fd, path, out);
   close(fd);
   return s;
+}
+
+/* mkdir -p of the directory part of path; errors are left to the write. */
+static void make_parent_dirs(const char *path) {
+  char *p = strdup(path);
+  if (!p) return;
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    mkdir(p, 0755);
+    *s = '/';
+  }
+  free(p);
+}
+
+static bool newer_or_same(const struct stat *a, const struct stat *b) {
+  if (a->st_mtim.tv_sec != b->st_mtim.tv_sec) return a->st_mtim.tv_sec > b->st_mtim.tv_sec;
+  return a->st_mtim.tv_nsec >= b->st_mtim.tv_nsec;
+}
+
+static void write_cache(const char *cache_path, const gs_tensor *x) {
+  uint8_t head[4 + 4 * GS_IDX_MAX_DIMS] = {0, 0, GS_IDX_UBYTE, (uint8_t)x->ndim};
+  for (int d = 0; d < x->ndim; d++) {
+    uint32_t v = (uint32_t)x->shape[d];
+    head[4 + 4 * d] = v >> 24, head[5 + 4 * d] = v >> 16, head[6 + 4 * d] = v >> 8, head[7 + 4 * d] = v;
+  }
+  make_parent_dirs(cache_path);
+  gs_atomic_file f;
+  if (gs_atomic_open(cache_path, &f) != GS_OK) return;
+  size_t n = (size_t)gs_numel(x);
+  if (gs_write_all(f.fd, head, 4 + 4 * (size_t)x->ndim) != 0 ||
+      (n && gs_write_all(f.fd, gs_tensor_ptr(x), n) != 0)) {
+    gs_atomic_abort(&f);
+    return;
+  }
+  gs_atomic_commit(&f);
+}
+
+gs_status gs_idx_read_cached(const char *path, const char *cache_path, gs_tensor **out, bool *hit) {
+  *hit = false;
+  struct stat src, cached;
+  if (stat(path, &src) != 0) return gs_error("%s: %s", path, strerror(errno));
+  if (stat(cache_path, &cached) == 0 && S_ISREG(cached.st_mode) && newer_or_same(&cached, &src) &&
+      gs_idx_read(cache_path, out) == GS_OK) {
+    *hit = true;
+    return GS_OK;
+  }
+  GS_TRY(gs_idx_read(path, out));
+  write_cache(cache_path, *out);
+  return GS_OK;
 }

@@ -26,6 +26,14 @@
  * uint8 tensor shaped as the header says. */
 gs_status gs_idx_read(const char *path, gs_tensor **out);
 
+/* gs_idx_read through a decompressed copy at cache_path (a plain IDX
+ * file): when the copy exists, is at least as new as path and reads back
+ * valid, it is read instead (no decompression: a plain read of the
+ * payload); otherwise path is read and the copy is written atomically for
+ * next time (its directory created). Failing to write the copy is not an
+ * error (a read-only cache is only slower). *hit: whether the copy was used. */
+gs_status gs_idx_read_cached(const char *path, const char *cache_path, gs_tensor **out, bool *hit);
+
 /* The same from an open descriptor (not closed, its offset is moved); name
  * is what errors call the file. */
 gs_status gs_idx_read_fd(int fd, const char *name, gs_tensor **out);

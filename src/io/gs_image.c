@@ -50,42 +50,41 @@ typedef struct {
   const tap *th, *tw;
 } job;
 
-/* Reads pixel k of the source as a double. */
-static inline double px(const job *j, int64_t k) {
-  switch (j->dt) {
-  case GS_FLOAT64: return ((const double *)j->src)[k];
-  case GS_FLOAT32: return ((const float *)j->src)[k];
-  default: return ((const uint8_t *)j->src)[k];
+/* One output row of each dtype; T: the pixel type, W: the weights' type
+ * (float for uint8 and float32 images, as PyTorch's kernel), STORE: how
+ * the double sum becomes an output pixel. */
+#define RESIZE_ROW(NAME, T, W, STORE)                                                          \
+  static void NAME(const job *j, int64_t a, int64_t b, const tap *h, void *dst) {              \
+    const T *s = j->src;                                                                       \
+    T *d = dst;                                                                                \
+    W hw0 = (W)h->w0, hw1 = (W)h->w1;                                                          \
+    for (int64_t x = 0; x < j->ow; x++) {                                                      \
+      const tap *w = &j->tw[x];                                                                \
+      W ww0 = (W)w->w0, ww1 = (W)w->w1;                                                        \
+      double w00 = hw0 * ww0, w01 = hw0 * ww1, w10 = hw1 * ww0, w11 = hw1 * ww1;               \
+      double v = (double)s[a + w->i0] * w00 + (double)s[a + w->i1] * w01 +                     \
+                 (double)s[b + w->i0] * w10 + (double)s[b + w->i1] * w11;                      \
+      STORE;                                                                                   \
+    }                                                                                          \
   }
-}
+RESIZE_ROW(row_f64, double, double, d[x] = v)
+RESIZE_ROW(row_f32, float, float, d[x] = (float)v)
+/* uint8: the float32 result rounded half to even (torch.round), then cast */
+RESIZE_ROW(row_u8, uint8_t, float, float f = nearbyintf((float)v); d[x] = (uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f))
 
 /* Output rows [begin, end) over all planes: row r is line r % oh of
  * plane r / oh. */
 static void rows(int64_t begin, int64_t end, void *ctx) {
   const job *j = ctx;
-  bool single = j->dt != GS_FLOAT64;
+  size_t isz = gs_dtype_size(j->dt);
   for (int64_t r = begin; r < end; r++) {
     int64_t plane = r / j->oh, y = r % j->oh;
     const tap *h = &j->th[y];
     int64_t a = (plane * j->ih + h->i0) * j->iw, b = (plane * j->ih + h->i1) * j->iw;
-    int64_t o = r * j->ow;
-    for (int64_t x = 0; x < j->ow; x++) {
-      const tap *w = &j->tw[x];
-      double w00, w01, w10, w11;
-      if (single) {
-        w00 = (float)h->w0 * (float)w->w0, w01 = (float)h->w0 * (float)w->w1;
-        w10 = (float)h->w1 * (float)w->w0, w11 = (float)h->w1 * (float)w->w1;
-      } else {
-        w00 = h->w0 * w->w0, w01 = h->w0 * w->w1, w10 = h->w1 * w->w0, w11 = h->w1 * w->w1;
-      }
-      double v = px(j, a + w->i0) * w00 + px(j, a + w->i1) * w01 + px(j, b + w->i0) * w10 + px(j, b + w->i1) * w11;
-      if (j->dt == GS_FLOAT64) ((double *)j->dst)[o + x] = v;
-      else if (j->dt == GS_FLOAT32) ((float *)j->dst)[o + x] = (float)v;
-      else { /* float32 result, rounded half to even (torch.round), then cast */
-        float f = nearbyintf((float)v);
-        ((uint8_t *)j->dst)[o + x] = (uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f);
-      }
-    }
+    char *dst = (char *)j->dst + (size_t)(r * j->ow) * isz;
+    if (j->dt == GS_FLOAT64) row_f64(j, a, b, h, dst);
+    else if (j->dt == GS_FLOAT32) row_f32(j, a, b, h, dst);
+    else row_u8(j, a, b, h, dst);
   }
 }
 

@@ -18,6 +18,30 @@ local M = {}
 -- then Debian's /usr/share/datasets/<dir>.
 M.system_dir = "/usr/share/datasets"
 
+-- Gzipped files are read once and kept decompressed under cache_dir
+-- (datasets/<the source path with / as %>), so later loads skip the
+-- decompression: $GSHELL_CACHE, else $XDG_CACHE_HOME/gshell, else
+-- ~/.cache/gshell; GSHELL_CACHE=none (or cache_dir = nil) turns it off.
+local function default_cache_dir()
+  local c = os.getenv("GSHELL_CACHE")
+  if c == "none" then return nil end
+  if c and c ~= "" then return c end
+  local x = os.getenv("XDG_CACHE_HOME")
+  if x and x ~= "" then return x .. "/gshell" end
+  local h = os.getenv("HOME")
+  if h and h ~= "" then return h .. "/.cache/gshell" end
+  return nil
+end
+M.cache_dir = default_cache_dir()
+
+-- The cache file for a gzipped source path, or nil.
+function M.cache_path(path)
+  if not M.cache_dir or not path:match("%.gz$") then return nil end
+  local abs = path
+  if abs:sub(1, 1) ~= "/" then abs = (os.getenv("PWD") or ".") .. "/" .. abs end
+  return M.cache_dir .. "/datasets/" .. abs:gsub("%.gz$", ""):gsub("^/+", ""):gsub("/", "%%")
+end
+
 local FILES = {
   train = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte" },
   test = { "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" },
@@ -57,7 +81,10 @@ local function find_file(kind, dirs, where, base)
 end
 
 local function read(path, want_dims, what)
-  local ok, x = pcall(torch._read_idx, path)
+  local cache = M.cache_path(path)
+  local ok, x
+  if cache then ok, x = pcall(torch._read_idx_cached, path, cache)
+  else ok, x = pcall(torch._read_idx, path) end
   if not ok then fail(tostring(x)) end
   if x:dim() ~= want_dims then
     fail(string.format("%s: expected an IDX %s file (%d dims, magic 00 00 08 0%d), got %d dims", path, what, want_dims,

@@ -45,7 +45,8 @@ local function to_tensor(x, batch_dims)
     fail(string.format("ToTensor: expected an image HxW or HxWxC%s, got %s", batch_dims > 0 and " (with a batch dim)" or "",
       E.describe(x)))
   end
-  if x.dtype == torch.uint8 then return x:to(torch.float32):div(255) end
+  -- :to makes a new tensor (uint8 -> float32), so dividing it in place is safe
+  if x.dtype == torch.uint8 then return x:to(torch.float32):div_(255) end
   return x:contiguous()
 end
 
