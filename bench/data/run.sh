@@ -4,12 +4,12 @@
 # training set and iterates one epoch of shuffled batches of 256, no
 # model; PyTorch's best of num_workers 0 and 2 counts. Usage:
 #   sh bench/data/run.sh [BUILD_DIR]       (`make bench` runs it)
-# Writes bench/results/data-latest.md. BENCH_ROUNDS=N: rounds per side
-# (default 3 for gshell, 2 for PyTorch per num_workers value).
+# Writes bench/results/data-latest.md. Rounds: 5 for gshell (it takes a
+# fraction of a second), 2 for PyTorch per num_workers value; the best
+# round counts (on a busy machine the quietest one).
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
-ROUNDS=${BENCH_ROUNDS:-3}
 PY=/usr/bin/python3
 SRC=/usr/share/datasets/fashion-mnist
 OUT=bench/results/data-latest.md
@@ -29,9 +29,9 @@ for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte 
 done
 
 echo "bench/data: gshell" >&2
-lua5.4 bench/data/fashion.lua "$ROUNDS" >"$tmp/gshell"
+lua5.4 bench/data/fashion.lua 5 >"$tmp/gshell"
 echo "bench/data: pytorch (num_workers 0 and 2)" >&2
-$PY bench/data/fashion.py "$tmp" "$(( ROUNDS > 2 ? 2 : ROUNDS ))" >"$tmp/pytorch"
+$PY bench/data/fashion.py "$tmp" 2 >"$tmp/pytorch"
 
 val() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 g_total=$(val "$tmp/gshell" fmnist_total); p_total=$(val "$tmp/pytorch" fmnist_total)
@@ -43,9 +43,9 @@ table="| benchmark | gshell | pytorch | ratio (>1: gshell faster) | target | res
 | load the training set + one epoch, batch 256, ToTensor, shuffled | $(fmt "$g_total") | $(fmt "$p_total") | ${ratio}x | >= 10x | $result |
 | of which loading | $(fmt "$(val "$tmp/gshell" fmnist_load)") | $(fmt "$(val "$tmp/pytorch" fmnist_load)") | | | |
 | of which the epoch | $(fmt "$(val "$tmp/gshell" fmnist_epoch)") | $(fmt "$(val "$tmp/pytorch" fmnist_epoch)") | | | |"
-notes="- PyTorch: torchvision $($PY -c 'import torchvision; print(torchvision.__version__)'), total with num_workers=0: $(fmt "$(val "$tmp/pytorch" fmnist_total_w0)"), with num_workers=2: $(fmt "$(val "$tmp/pytorch" fmnist_total_w2)") (the better counts); it reads the decompressed files, gshell Debian's gzipped ones
+notes="- PyTorch: torchvision $($PY -c 'import torchvision; print(torchvision.__version__)'), total with num_workers=0: $(fmt "$(val "$tmp/pytorch" fmnist_total_w0)"), with num_workers=2: $(fmt "$(val "$tmp/pytorch" fmnist_total_w2)") (the better counts); it reads decompressed files (prepared beforehand, not timed), gshell Debian's gzipped ones through its decompressed cache
 - gshell loads through its decompressed cache (the first load on a machine writes it, ~/.cache/gshell); loading without it (decompressing the gzipped files each time) takes $(fmt "$(val "$tmp/gshell" fmnist_load_nocache)"), which would make the first row $(awk -v e="$(val "$tmp/gshell" fmnist_epoch)" -v l="$(val "$tmp/gshell" fmnist_load_nocache)" -v p="$p_total" 'BEGIN { printf "%.3f s, %.1fx", e + l, p / (e + l) }')
-- gshell, the book's Resize(96) + ToTensor pipeline, one epoch: $(fmt "$(val "$tmp/gshell" fmnist_epoch_resize96)")"
+- gshell, the book's Resize(96) + ToTensor pipeline (ResNet's input), one epoch (one round): $(fmt "$(val "$tmp/gshell" fmnist_epoch_resize96)")"
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 printf '\n%s\n\n%s\n' "$table" "$notes"
 mkdir -p "$(dirname "$OUT")"
@@ -55,7 +55,7 @@ mkdir -p "$(dirname "$OUT")"
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(nproc) cores, $(lscpu | grep 'Model name' | sed 's/.*: *//')"
   echo "- load average before / after: $load0 / $load1 (other work running at the same time skews the numbers)"
-  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD); best of $ROUNDS rounds per side (wall clock)"
+  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD); best of 5 rounds (gshell) and 2 rounds per num_workers value (PyTorch), wall clock"
   echo
   echo "$table"
   echo
