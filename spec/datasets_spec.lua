@@ -391,6 +391,14 @@ describe("where the data sets are found", function()
     assert.are.equal("true\t" .. (F.t10k.first_label + 1) .. "\ttrue\n", out)
   end)
 
+  it("is a global in gshell, and `import torchvision` gets a note saying so", function()
+    local out, err, code = R.run({ "-e", "print(torchvision == require('torchvision'), "
+      .. "require('gshell.hints').python_import('from torchvision import transforms'))" }, "", { GSHELL_CACHE = "none" })
+    assert.are.equal(0, code, err)
+    assert.matches("^true\ttorchvision is already loaded in gshell as a global", out)
+    assert.matches("nothing to import\ttrue\n$", out)
+  end)
+
   it("MNIST reads the same format from its root", function()
     local ds = tv.datasets.MNIST({ root = plain_root("plain"), train = false })
     assert.are.equal(10000, #ds)
