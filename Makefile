@@ -7,7 +7,8 @@
 #                      fails on any data race or lock-order report)
 #   make WERROR=1      warnings are errors (CI)
 #   make fuzz          builds and runs the safetensors fuzzer (fuzz/run.sh;
-#                      FUZZ_SECONDS=60 FUZZ_JOBS=1)
+#                      FUZZ_SECONDS=60 FUZZ_JOBS=1; FUZZ_TARGET=idx fuzzes
+#                      the data sets' IDX reader instead)
 # CFLAGS, CPPFLAGS and LDFLAGS given on the command line are added after
 # the build's own flags (so `make CFLAGS=-O0` lowers the optimisation but
 # keeps the includes and warnings).
@@ -35,6 +36,8 @@ GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unuse
 GS_CFLAGS += -ffp-contract=off
 # jansson: JSON for the profiler's Chrome traces (torch.so) and the Jupyter kernel
 LDLIBS  := -lopenblas -ljansson -lm -lpthread
+# zlib: the IDX data set reader (src/io/gs_idx.c) reads gzipped files
+LDLIBS  += -lz
 ifeq ($(WERROR),1)
   GS_CFLAGS += -Werror
 endif
@@ -92,7 +95,7 @@ ifeq ($(CUDA),1)
 endif
 
 .PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build fuzz-api
-all: deps $(BUILD)/gshell $(BUILD)/torch.so $(if $(filter 1,$(TSAN)),$(BUILD)/bin/lua5.4)
+all: deps $(BUILD)/gshell $(BUILD)/torch.so $(BUILD)/torchvision.so $(if $(filter 1,$(TSAN)),$(BUILD)/bin/lua5.4)
 
 deps:
 	@sh tools/install-deps.sh
@@ -117,6 +120,11 @@ $(SPEC_TORCH): $(ENGINE_OBJS) $(BUILD)/obj/spec/lua_workers.o tools/torch.map
 # It exports luaopen_torch and nothing else (tools/torch.map).
 $(BUILD)/torch.so: $(ENGINE_OBJS) tools/torch.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=tools/torch.map -o $@ $(ENGINE_OBJS) $(LDLIBS)
+
+# require("torchvision") in stock lua5.4 finds this link to torch.so
+# (luaopen_torchvision; the data sets, issue 21).
+$(BUILD)/torchvision.so: $(BUILD)/torch.so
+	ln -sf torch.so $@
 
 # Objects are rebuilt when the flags change (CUDA on/off, WERROR, ...).
 FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(ALL_CFLAGS) $(NVFLAGS)' | md5sum | cut -c1-10)
@@ -155,9 +163,10 @@ test: all $(SPEC_TORCH)
 	@sh tools/run_specs.sh $(BUILD)
 
 bench: all
-	@sh tools/install-deps.sh python3-torch
+	@sh tools/install-deps.sh python3-torch python3-torchvision
 	@sh bench/run.sh $(BUILD)
 	@sh bench/async/run.sh $(BUILD)
+	@sh bench/data/run.sh $(BUILD)
 
 # `make fuzz-api SECONDS=N [SEED=S] [CASE=C]`: the random-call API fuzzer
 # (fuzz/api.lua) under AddressSanitizer + UBSan; a failure prints the
@@ -176,18 +185,20 @@ clean:
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS    ?= 1
+FUZZ_TARGET  ?= safetensors
 FUZZ_DIR     := build-fuzz
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Isrc $(LUA_INC) $(CPPFLAGS) $(CFLAGS)
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(filter-out src/bind/%.c,$(ENGINE_SRCS)))
 
 fuzz:
-	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS)
+	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGET)
 fuzz-build:
 	@sh tools/install-deps.sh clang libclang-rt-dev
-	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz
-$(FUZZ_DIR)/safetensors_fuzz: fuzz/safetensors_fuzz.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lm -lpthread
+	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz
+# one fuzzer per loader: fuzz/NAME_fuzz.c (the IDX one: data sets, issue 21)
+$(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz: $(FUZZ_DIR)/%_fuzz: fuzz/%_fuzz.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lz -lm -lpthread
 $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<

@@ -143,6 +143,11 @@ static int open_torch(lua_State *L) {
     if (lua_getfield(L, -1, globals[i]) != LUA_TNIL) lua_setglobal(L, globals[i]);
     else lua_pop(L, 1);
   }
+  /* data sets (issue 21): the torchvision global */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "torchvision");
+  lua_call(L, 1, 1);
+  lua_setglobal(L, "torchvision");
   return 0;
 }
 

@@ -15,8 +15,12 @@ fi
 need=""
 # Open MPI: torch.distributed opens libmpi at run time (gshell builds and
 # runs without it); mpirun runs the distributed specs and examples.
+# zlib reads the gzipped IDX files of dataset-fashion-mnist (Fashion-MNIST
+# under /usr/share/datasets/fashion-mnist, torchvision.datasets); libpng is
+# the d2l pictures' PNG encoder.
 for p in lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev \
-         libzmq3-dev libjansson-dev libssl-dev libopenmpi-dev openmpi-bin "$@"; do
+         libzmq3-dev libjansson-dev libssl-dev libopenmpi-dev openmpi-bin \
+         zlib1g-dev libpng-dev dataset-fashion-mnist "$@"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -25,6 +25,9 @@ function M.python_import(line)
   if root == "torch" then
     return "torch is already loaded in gshell, and so are its parts as globals: nn (= torch.nn), " ..
       "optim (= torch.optim); nothing to import", true
+  elseif root == "torchvision" then -- data sets (issue 21)
+    return "torchvision is already loaded in gshell as a global: torchvision.datasets.FashionMNIST, " ..
+      "torchvision.transforms (from stock Lua: local torchvision = require('torchvision')); nothing to import", true
   elseif root == "d2l" then
     return "no d2l package in gshell: the book's helpers try_gpu() and try_all_gpus() are globals, " ..
       "torch, nn and optim are loaded", true

@@ -57,4 +57,8 @@ torch.cuda.comm = require("torch.cuda_comm")
 -- torch.cuda.libraries() from then on) as a real GPU's first collective would.
 torch.cuda.nccl = { version = torch._comm.nccl_version }
 
+-- require("torchvision"): the data sets and transforms (lua/torch/vision/),
+-- loaded on first use.
+package.preload.torchvision = package.preload.torchvision or function() return require("torch.vision") end
+
 return torch

@@ -99,6 +99,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_prof(L);
   gsL_open_conv(L); /* convolution */
   gsL_open_pool(L); /* issue 20: pooling, batch norm, interpolate, pad */
+  gsL_open_image(L); /* data sets (issue 21) */
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);
@@ -109,5 +110,18 @@ int luaopen_torch(lua_State *L) {
     lua_pushvalue(L, -2);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) return lua_error(L);
   }
+  return 1;
+}
+
+/* require("torchvision") in stock lua5.4 before require("torch"):
+ * build/torchvision.so is a link to torch.so (the same library, loaded
+ * once); it opens torch, then returns the embedded torchvision module. */
+int luaopen_torchvision(lua_State *L);
+int luaopen_torchvision(lua_State *L) {
+  luaL_requiref(L, "torch", luaopen_torch, 0);
+  lua_pop(L, 1);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "torch.vision");
+  lua_call(L, 1, 1);
   return 1;
 }

@@ -7,10 +7,18 @@
 --   * any table with a __len metamethod (or a __len field) and get(i);
 --   * a plain Lua list of samples.
 -- DataLoader(ds, {batch_size = 1, shuffle = false, drop_last = false,
--- collate_fn = default_collate, sampler = nil}) yields batches in a generic for
+-- collate_fn = default_collate, sampler = nil, pin_memory = false,
+-- num_workers = 0}) yields batches in a generic for
 -- (a sampler -- DistributedSampler, a list of indices, or anything with
 -- indices() and a length -- decides the samples and their order):
 --   for batch in loader do local X, y = batch[1], batch[2] ... end
+--   for i, X, y in loader:enumerate() do ... end   (i from 1)
+-- A data set with get_batch(indices) (TensorDataset, torchvision's data
+-- sets) builds each batch itself with whole-batch tensor operations.
+-- pin_memory: the batch's CPU tensors are copied to pinned memory, so
+-- X:to(device, {non_blocking = true}) returns at once. num_workers is
+-- accepted for PyTorch's code and ignored: batches are built in this
+-- thread (a few whole-batch operations need no worker processes).
 local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local check_options = require("torch.utils.errors").check_options
@@ -164,7 +172,8 @@ D.DistributedSampler = require("torch.utils.sampler")
 
 local function new_loader(_, dataset, opts)
   opts = options(opts, "DataLoader")
-  check_options(opts, "DataLoader", { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler" })
+  check_options(opts, "DataLoader",
+    { "batch_size", "shuffle", "drop_last", "collate_fn", "sampler", "pin_memory", "num_workers" })
   if type(dataset) ~= "table" then
     fail("DataLoader: expected a dataset (a table with __len and get(i)), got " .. type(dataset))
   end
@@ -174,6 +183,10 @@ local function new_loader(_, dataset, opts)
   end
   if opts.collate_fn ~= nil and type(opts.collate_fn) ~= "function" then
     fail("DataLoader: collate_fn must be a function")
+  end
+  local nw = opts.num_workers
+  if nw ~= nil and (math.type(nw) ~= "integer" or nw < 0) then
+    fail("num_workers option should be a non-negative integer, got " .. tostring(nw))
   end
   if opts.sampler ~= nil and opts.shuffle then fail("DataLoader: sampler option is mutually exclusive with shuffle") end
   if opts.sampler ~= nil and type(opts.sampler) ~= "table" then
@@ -186,6 +199,8 @@ local function new_loader(_, dataset, opts)
     drop_last = opts.drop_last and true or false,
     collate_fn = opts.collate_fn,
     sampler = opts.sampler,
+    pin_memory = opts.pin_memory and true or false,
+    num_workers = nw or 0,
     _epochs = setmetatable({}, { __mode = "k" }),
   }, DataLoader)
   dataset_len(dataset) -- fails early on something without a length
@@ -223,12 +238,32 @@ function DataLoader:_order()
   return r
 end
 
+-- pin_memory: CPU tensors of the batch (at its top level or in its list)
+-- are replaced by pinned copies.
+local function pin(batch)
+  if is_tensor(batch) then
+    if batch.device.type == "cpu" and not batch:is_pinned() then return batch:pin_memory() end
+    return batch
+  end
+  if type(batch) == "table" and getmetatable(batch) == nil then
+    for k, v in pairs(batch) do
+      if is_tensor(v) then batch[k] = pin(v) end
+    end
+  end
+  return batch
+end
+
 function DataLoader:_fetch(indices)
   local ds = self.dataset
-  if self.collate_fn == nil and type(ds.get_batch) == "function" then return ds:get_batch(indices) end
-  local samples = {}
-  for k, i in ipairs(indices) do samples[k] = dataset_get(ds, i) end
-  return (self.collate_fn or default_collate)(samples)
+  local batch
+  if self.collate_fn == nil and type(ds.get_batch) == "function" then batch = ds:get_batch(indices)
+  else
+    local samples = {}
+    for k, i in ipairs(indices) do samples[k] = dataset_get(ds, i) end
+    batch = (self.collate_fn or default_collate)(samples)
+  end
+  if self.pin_memory then batch = pin(batch) end
+  return batch
 end
 
 local function next_batch(self, epoch)
@@ -264,6 +299,21 @@ end
 function DataLoader:iter()
   local epoch = { order = self:_order(), pos = 1 }
   return function() return next_batch(self, epoch) end
+end
+
+-- for i, X, y in loader:enumerate() do ... end: Python's
+-- `for i, (X, y) in enumerate(loader)`, i from 1; a batch that is a list
+-- is unpacked after i (a tensor batch comes as it is). A new epoch.
+function DataLoader:enumerate()
+  local epoch = { order = self:_order(), pos = 1 }
+  local i = 0
+  return function()
+    local batch = next_batch(self, epoch)
+    if batch == nil then return nil end
+    i = i + 1
+    if type(batch) == "table" and getmetatable(batch) == nil then return i, table.unpack(batch) end
+    return i, batch
+  end
 end
 
 return D

@@ -1,0 +1,49 @@
+/* lua_image.c: Lua bindings for the data sets' engine code: the IDX
+ * reader (io/gs_idx.h) and the bilinear resize (io/gs_image.h), used by
+ * lua/torch/vision/ (torchvision.datasets and transforms). */
+#include <string.h>
+#include "bind/lua_gs.h"
+#include "io/gs_idx.h"
+#include "io/gs_image.h"
+
+/* torch._read_idx(path): the file's contents as a CPU uint8 tensor. */
+static int l_read_idx(lua_State *L) {
+  size_t n;
+  const char *path = luaL_checklstring(L, 1, &n);
+  if (strlen(path) != n) return luaL_error(L, "torch._read_idx: the path contains a NUL byte");
+  gs_tensor *x;
+  if (gs_idx_read(path, &x) != GS_OK) return luaL_error(L, "%s", gs_last_error());
+  gsL_pushtensor(L, x);
+  return 1;
+}
+
+/* torch._read_idx_cached(path, cache_path) -> tensor, hit: path read
+ * through a decompressed copy at cache_path (gs_idx_read_cached). */
+static int l_read_idx_cached(lua_State *L) {
+  size_t n, m;
+  const char *path = luaL_checklstring(L, 1, &n);
+  const char *cache = luaL_checklstring(L, 2, &m);
+  if (strlen(path) != n || strlen(cache) != m) return luaL_error(L, "torch._read_idx_cached: a path contains a NUL byte");
+  gs_tensor *x;
+  bool hit;
+  if (gs_idx_read_cached(path, cache, &x, &hit) != GS_OK) return luaL_error(L, "%s", gs_last_error());
+  gsL_pushtensor(L, x);
+  lua_pushboolean(L, hit);
+  return 2;
+}
+
+/* torch._resize_bilinear(x, h, w): x (..., H, W) resized to (..., h, w). */
+static int l_resize_bilinear(lua_State *L) {
+  gs_tensor *x = gsL_checktensor(L, 1);
+  lua_Integer h = luaL_checkinteger(L, 2), w = luaL_checkinteger(L, 3);
+  gs_tensor *y;
+  if (gs_resize_bilinear(x, h, w, &y) != GS_OK) return luaL_error(L, "%s", gs_last_error());
+  gsL_pushtensor(L, y);
+  return 1;
+}
+
+void gsL_open_image(lua_State *L) {
+  static const luaL_Reg fns[] = {
+    {"_read_idx", l_read_idx}, {"_read_idx_cached", l_read_idx_cached}, {"_resize_bilinear", l_resize_bilinear}, {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
+}
