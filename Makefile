@@ -35,6 +35,8 @@ GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unuse
 GS_CFLAGS += -ffp-contract=off
 # jansson: JSON for the profiler's Chrome traces (torch.so) and the Jupyter kernel
 LDLIBS  := -lopenblas -ljansson -lm -lpthread
+# libpng: the PNG pictures of d2l.show_images (src/io/gs_png.c)
+LDLIBS  += -lpng
 ifeq ($(WERROR),1)
   GS_CFLAGS += -Werror
 endif

@@ -143,6 +143,11 @@ static int open_torch(lua_State *L) {
     if (lua_getfield(L, -1, globals[i]) != LUA_TNIL) lua_setglobal(L, globals[i]);
     else lua_pop(L, 1);
   }
+  /* d2l: the book's helpers (lua/torch/d2l/), a global as torch is */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "d2l");
+  lua_call(L, 1, 1);
+  lua_setglobal(L, "d2l");
   return 0;
 }
 

@@ -16,7 +16,8 @@ need=""
 # Open MPI: torch.distributed opens libmpi at run time (gshell builds and
 # runs without it); mpirun runs the distributed specs and examples.
 for p in lua5.4 liblua5.4-dev lua-busted libopenblas-dev libreadline-dev \
-         libzmq3-dev libjansson-dev libssl-dev libopenmpi-dev openmpi-bin "$@"; do
+         libzmq3-dev libjansson-dev libssl-dev libopenmpi-dev openmpi-bin \
+         libpng-dev "$@"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -35,6 +35,9 @@ for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg"
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
 
+-- d2l, the book's helpers (lua/torch/d2l/): require("d2l") is require("torch.d2l").
+package.preload["d2l"] = package.preload["d2l"] or function() return require("torch.d2l") end
+
 -- torch.cuda.Stream, Event, stream scopes, the sync debug mode.
 require("torch.streams")
 

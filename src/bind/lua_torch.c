@@ -84,6 +84,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_workers(L);
   gsL_open_stream(L);
   gsL_open_prof(L);
+  gsL_open_picture(L); /* d2l pictures */
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);
