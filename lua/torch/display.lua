@@ -32,10 +32,12 @@ function M.stdout_kind()
 end
 
 -- Colours when the terminal has them: not with NO_COLOR set (no-color.org)
--- nor on a dumb terminal.
+-- nor on a dumb terminal, unless CLICOLOR_FORCE is set (bixense.com/clicolors).
 function M.use_color()
   local nc = os.getenv("NO_COLOR")
   if nc and nc ~= "" then return false end
+  local force = os.getenv("CLICOLOR_FORCE")
+  if force and force ~= "" and force ~= "0" then return true end
   local term = os.getenv("TERM") or ""
   return term ~= "" and term ~= "dumb"
 end

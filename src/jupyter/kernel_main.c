@@ -479,6 +479,11 @@ static int l_display(lua_State *L) {
   }
   json_t *content = json_pack("{s:o, s:{}, s:{s:s%}}", "data", data, "metadata", "transient", "display_id", id, idlen);
   publish(K.current, update ? "update_display_data" : "display_data", content);
+  /* Wait until the iopub thread has forwarded it: without this, what the
+   * cell prints next could reach the pipe while the message waits in the
+   * PAIR, and be published first. Re-setting the same parent is that wait
+   * (the thread answers it after everything before it in the PAIR). */
+  gsK_iopub_set_parent(K.s.iopub_in, K.current->header);
   return 0;
 }
 

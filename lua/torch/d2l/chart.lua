@@ -55,8 +55,9 @@ end
 
 local function check_lim(v, name, who)
   if v == nil then return nil end
-  if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or not (v[1] < v[2]) then
-    fail(string.format("%s: %s must be a pair {low, high} with low < high, e.g. {1, 10}", who, name))
+  -- low == high is allowed (the book's xlim = {1, num_epochs} for one epoch)
+  if type(v) ~= "table" or type(v[1]) ~= "number" or type(v[2]) ~= "number" or not (v[1] <= v[2]) then
+    fail(string.format("%s: %s must be a pair {low, high} with low <= high, e.g. {1, 10}", who, name))
   end
   return { v[1], v[2] }
 end
@@ -144,14 +145,18 @@ local function nice_step(span, n)
 end
 
 -- The shown range (in transformed units) and the ticks of one axis:
--- lo, hi, ticks = {{pos = transformed, label = text}, ...}.
-function Chart:axis(key)
+-- lo, hi, ticks = {{pos = transformed, label = text}, ...}; about nticks
+-- ticks (default 4) on a linear axis.
+function Chart:axis(key, nticks)
   local scale = key == "x" and self.xscale or self.yscale
   local lim = key == "x" and self.xlim or self.ylim
   local lo, hi
   if lim then
     lo, hi = lim[1], lim[2]
     if scale == "log" and lo <= 0 then lo = hi / 1000 end
+    if lo == hi then
+      if scale == "log" then lo, hi = lo / 2, hi * 2 else lo, hi = lo - 0.5, hi + 0.5 end
+    end
   else
     lo, hi = data_range(self, key, scale)
     if not lo then lo, hi = (scale == "log" and 1 or 0), (scale == "log" and 10 or 1) end
@@ -172,7 +177,7 @@ function Chart:axis(key)
         or string.format("1e%d", e) }
     end
   else
-    local step = nice_step(thi - tlo, 4)
+    local step = nice_step(thi - tlo, nticks or 4)
     local first = math.ceil(tlo / step - 1e-9)
     local decimals = math.max(0, -math.floor(math.log(step, 10) + 1e-9))
     for k = first, math.floor(thi / step + 1e-9) do

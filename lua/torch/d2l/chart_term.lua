@@ -33,8 +33,9 @@ function M.render(chart, opts)
   local H = opts.height or chart.height or M.HEIGHT
   local color = opts.color
   local DW, DH = 2 * W, 4 * H
-  local x0, x1, xticks = chart:axis("x")
-  local y0, y1, yticks = chart:axis("y")
+  -- about one x tick per 12 columns and one y tick per 3 rows
+  local x0, x1, xticks = chart:axis("x", math.max(2, W // 12))
+  local y0, y1, yticks = chart:axis("y", math.max(2, H // 3))
   local tr = Chart.transform
 
   local dots, owner = {}, {}   -- [cell index] = bits / series number
@@ -107,7 +108,7 @@ function M.render(chart, opts)
   local row_label = {}
   for _, t in ipairs(yticks) do
     local r = math.floor((1 - (t.pos - y0) / (y1 - y0)) * (DH - 1) + 0.5) // 4
-    if r >= 0 and r < H then row_label[r] = t.label end
+    if r >= 0 and r < H and not row_label[r] then row_label[r] = t.label end
   end
 
   local lines = {}
