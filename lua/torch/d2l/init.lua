@@ -514,7 +514,9 @@ function d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr, device)
   end
   print(string.format("loss %.3f, train acc %.3f, test acc %.3f", train_l, train_acc, test_acc))
   print(string.format("%.1f examples/sec on %s", metric[3] * num_epochs / timer:sum(), device_name(device)))
-  return animator
+  -- nothing is returned, as the book's (the prompt would print it again);
+  -- the chart stays reachable for saving
+  d2l.last_animator = animator
 end
 
 -- resnet18 and its Residual block: resnet.lua (needs nn.Conv2d, BatchNorm2d)
