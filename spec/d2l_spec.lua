@@ -582,3 +582,44 @@ describe("--notebook --md with pictures", function()
     os.execute("rm -rf " .. R.quote(dir))
   end)
 end)
+
+describe("d2l.resnet18", function()
+  -- Goldens: spec/support/gen_resnet18_golden.py (PyTorch 1.13, the book's
+  -- model, every parameter from one formula, eval mode, float64).
+  local golden = dofile("spec/fixtures/d2l/resnet18_golden.lua")
+  local function ready()
+    return nn.Conv2d and nn.BatchNorm2d and nn.AdaptiveAvgPool2d
+  end
+
+  for _, device in ipairs({ "cpu", "cuda:1" }) do
+    it("is the multi-GPU chapter's ResNet-18: PyTorch's parameters and logits, on " .. device, function()
+      if not ready() then
+        pending("needs nn.Conv2d, nn.BatchNorm2d and nn.AdaptiveAvgPool2d (the convolutional layers)")
+        return
+      end
+      local net = d2l.resnet18(10, 1):to(torch.float64)
+      local ps = net:parameters()
+      assert.equal(golden.nparams, #ps)
+      local count = 0
+      for k, p in ipairs(ps) do
+        local shape = {}
+        for d = 1, p:dim() do shape[d] = p:size(d) end
+        assert.are.same(golden.shapes[k], shape)
+        count = count + p:numel()
+      end
+      assert.equal(golden.count, count)
+      torch.no_grad(function()
+        for k, p in ipairs(ps) do
+          p:copy_(((torch.arange(p:numel(), { dtype = torch.float64 }) * 0.37 + k):sin() * 0.05):reshape(p.shape))
+        end
+      end)
+      net:to(device)
+      net:eval()
+      local X = (torch.arange(2 * 28 * 28, { dtype = torch.float64 }) * 0.11):cos():reshape(2, 1, 28, 28):to(device)
+      local y = net(X):to("cpu"):tolist()
+      for i = 1, 2 do
+        for j = 1, 10 do assert.near(golden.logits[i][j], y[i][j], 1e-10) end
+      end
+    end)
+  end
+end)
