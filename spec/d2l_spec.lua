@@ -542,6 +542,13 @@ describe("pictures in Jupyter", function()
     assert.equal("series train loss 1\nseries test acc 1\nlegend train loss,test acc\nxlabel epoch\nimages 0", m[2].svg)
     assert.equal("series train loss 3\nseries test acc 2\nlegend train loss,test acc\nxlabel epoch\nimages 0", m[4].svg)
     assert.equal("epoch 3: train loss 0.400, test acc 0.800", m[4].text)
+    -- through nbclient the updates replace the picture in the saved notebook
+    assert.equal(3, #r.nbclient)
+    assert.are.same({ type = "stream", text = "before\n" }, r.nbclient[1])
+    assert.equal("display_data", r.nbclient[2].type)
+    assert.equal("epoch 3: train loss 0.400, test acc 0.800", r.nbclient[2].text)
+    assert.equal(m[4].svg, r.nbclient[2].svg)
+    assert.are.same({ type = "stream", text = "after\n" }, r.nbclient[3])
     -- show_images: a PNG of 3 images 4x5 (scale 0.5: no zoom) with the pixels of X
     assert.equal(1, #r.images)
     local img = r.images[1]

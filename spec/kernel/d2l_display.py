@@ -42,8 +42,7 @@ print('after')
 """
 
 
-def drive(gshell, out):
-    r = {}
+def drive(gshell, r):
     prefix, _ = U.install_kernelspec(gshell)
     km, kc, log = U.start(os.path.join(prefix, "kernel.log"))
     try:
@@ -75,8 +74,33 @@ def drive(gshell, out):
         kc.stop_channels()
         km.shutdown_kernel(now=True)
         log.close()
+
+
+def through_nbclient(r):
+    """The same cell in a notebook run by nbclient: the update_display_data
+    messages replace the display's output in place, so the saved notebook
+    holds one picture, the chart's last state, between the two prints."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(CELL))
+    NotebookClient(nb, kernel_name="gshell", timeout=60).execute()
+    outs = []
+    for o in nb.cells[0].outputs:
+        if o["output_type"] == "stream":
+            outs.append({"type": "stream", "text": o["text"]})
+        else:
+            outs.append({"type": o["output_type"], "text": o["data"].get("text/plain"),
+                         "svg": describe_svg(o["data"]["image/svg+xml"])})
+    r["nbclient"] = outs
+
+
+def main(gshell, out):
+    r = {}
+    drive(gshell, r)
+    through_nbclient(r)
     U.write_lua(out, r)
 
 
 if __name__ == "__main__":
-    U.main_guard(drive)
+    U.main_guard(main)
