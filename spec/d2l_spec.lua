@@ -508,6 +508,21 @@ describe("d2l.show_images", function()
     assert.equal("ab\n\27[38;5;232m\27[48;5;255m▀\27[0m\27[38;5;255m\27[48;5;232m▀\27[0m\n",
       g:_repr_term_({ color = true }))
   end)
+  it("flows a grid wider than the terminal onto more lines, and a chart shrinks to fit", function()
+    local shown = recording(function()
+      d2l.show_images(torch.zeros(5, 2, 3, { dtype = torch.uint8 }), 1, 5, { titles = { "a", "b", "c", "d", "e" } })
+    end)
+    -- 3-pixel images with a space between: 9 columns hold 2 of them
+    assert.equal("a   b\n       \nc   d\n       \ne\n   \n",
+      shown[1].obj:_repr_term_({ color = false, columns = 9 }))
+    local c = d2l.Chart.new({ legend = { "a" } })
+    c:set_series(1, { 1, 2 }, { 1, 2 })
+    local widest = 0
+    for line in c:_repr_term_({ color = false, columns = 40 }):gmatch("[^\n]+") do
+      widest = math.max(widest, utf8.len(line))
+    end
+    assert.is_true(widest <= 40, "a line of " .. widest .. " columns")
+  end)
   it("rejects bad shapes and arguments", function()
     assert.error_matches(function() d2l.show_images(torch.zeros(4, 4), 1, 1) end, "batch of images")
     assert.error_matches(function() d2l.show_images(torch.zeros(1, 4, 4), 0, 1) end, "positive integers")

@@ -53,10 +53,19 @@ local function count_lines(s)
   return n
 end
 
+-- The terminal's width in columns (COLUMNS, else asked of the terminal,
+-- else 80): pictures fit in it rather than wrap.
+function M.columns()
+  local c = tonumber(os.getenv("COLUMNS") or "")
+  if c and c >= 20 then return math.floor(c) end
+  c = torch._term_size(1)
+  return c or 80
+end
+
 local function plain_show(obj, id, update)
   io.stdout:flush()
   if M.stdout_kind() == "term" and obj._repr_term_ then
-    local text = obj:_repr_term_({ color = M.use_color() })
+    local text = obj:_repr_term_({ color = M.use_color(), columns = M.columns() })
     if text:sub(-1) ~= "\n" then text = text .. "\n" end
     local out = {}
     if update and last_id == id and last_lines > 0 then

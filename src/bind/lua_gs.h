@@ -86,7 +86,7 @@ void gsL_open_stream(lua_State *L);   /* lua_stream.c: torch._stream */
 void gsL_open_workers(lua_State *L);  /* lua_workers.c: torch._workers_selftest */
 void gsL_open_prof(lua_State *L);      /* lua_prof.c: torch._prof, the profiler's recorder */
 /* d2l pictures: */
-void gsL_open_picture(lua_State *L);   /* lua_picture.c: torch._png_encode, torch._isatty */
+void gsL_open_picture(lua_State *L);   /* lua_picture.c: torch._png_encode, _isatty, _term_size */
 /* The Lua state's allocator with its small-block pool (lua_alloc.c). */
 void gsL_install_allocator(lua_State *L);
 /* Tensor methods, each adding to the methods table on top. */

@@ -2,8 +2,10 @@
  * lua/torch/d2l/):
  *   torch._png_encode(pixels, width, height, channels) -> PNG bytes
  *     pixels: a string of width*height*channels bytes, rows top to bottom
- *   torch._isatty(fd) -> boolean (the terminal view or one line per update) */
+ *   torch._isatty(fd) -> boolean (the terminal view or one line per update)
+ *   torch._term_size(fd) -> columns, rows of the terminal on fd, or nil */
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "bind/lua_gs.h"
@@ -32,7 +34,19 @@ static int l_isatty(lua_State *L) {
   return 1;
 }
 
+static int l_term_size(lua_State *L) {
+  struct winsize ws;
+  if (ioctl((int)luaL_checkinteger(L, 1), TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushinteger(L, ws.ws_col);
+  lua_pushinteger(L, ws.ws_row);
+  return 2;
+}
+
 void gsL_open_picture(lua_State *L) {
-  static const luaL_Reg fns[] = {{"_png_encode", l_png_encode}, {"_isatty", l_isatty}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"_png_encode", l_png_encode}, {"_isatty", l_isatty},
+                                 {"_term_size", l_term_size}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

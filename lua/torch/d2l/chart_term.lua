@@ -31,6 +31,8 @@ function M.render(chart, opts)
   opts = opts or {}
   local W = opts.width or chart.width or M.WIDTH
   local H = opts.height or chart.height or M.HEIGHT
+  -- a narrow terminal: the plot shrinks to fit (labels take about 8 columns)
+  if opts.columns and not opts.width and not chart.width then W = math.max(16, math.min(W, opts.columns - 9)) end
   local color = opts.color
   local DW, DH = 2 * W, 4 * H
   -- about one x tick per 12 columns and one y tick per 3 rows

@@ -152,11 +152,18 @@ function Grid:_repr_term_(opts)
     if bottom then s = s .. string.format("\27[48;5;%dm", ramp(grey(img, bottom))) end
     return s .. "▀\27[0m"
   end
+  -- as many images a line as the terminal has room for (the grid's
+  -- columns at most): a wide grid flows onto more lines instead of wrapping
+  local per_line = self.cols
+  local first = self.images[1]
+  if opts and opts.columns and first then
+    per_line = math.max(1, math.min(self.cols, (opts.columns + 1) // (first.w + 1)))
+  end
   local lines = {}
-  for r = 0, self.rows - 1 do
+  for r = 0, math.huge do
     local row = {}
-    for c = 0, self.cols - 1 do
-      local k = r * self.cols + c + 1
+    for c = 0, per_line - 1 do
+      local k = r * per_line + c + 1
       if self.images[k] then row[#row + 1] = k end
     end
     if #row == 0 then break end
