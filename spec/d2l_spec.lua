@@ -11,6 +11,16 @@ local d2l = require("d2l")
 local display = require("torch.display")
 local R = require("gshell_run")
 local nn = torch.nn
+local H = require("helpers")
+
+-- Two CUDA devices (simulated when the machine has none) for the whole file.
+setup(function() H.gpus(2) end)
+teardown(function() H.release_gpus() end)
+local function two_gpus()
+  if H.gpus(2) then return true end
+  pending("needs 2 CUDA devices")
+  return false
+end
 
 local function sh(cmd)
   local p = assert(io.popen(cmd, "r"))
@@ -180,11 +190,13 @@ describe("d2l.evaluate_accuracy_gpu", function()
     assert.is_true(torch.is_grad_enabled())
   end)
   it("moves each batch to the device of the net's first parameter", function()
+    if not two_gpus() then return end
     local net = fixed_probe():to("cuda:1")
     assert.near(3 / 5, d2l.evaluate_accuracy_gpu(net, probe_data()), 1e-12)
     for _, c in ipairs(net.calls) do assert.matches("cuda.*1", c.device) end
   end)
   it("uses the device given instead", function()
+    if not two_gpus() then return end
     local net = fixed_probe():to("cuda:0")
     assert.has_error(function() d2l.evaluate_accuracy_gpu(net, probe_data(), "cpu") end)
     net:to("cpu")
@@ -209,10 +221,11 @@ describe("d2l's small helpers", function()
     assert.error_matches(function() d2l.get_fashion_mnist_labels({ 0 }) end, "1..10")
   end)
   it("try_gpu names devices as the book prints them", function()
+    if not two_gpus() then return end
     assert.equal("cuda:0", d2l.device_name(d2l.try_gpu()))
     assert.equal("cuda:1", d2l.device_name(d2l.try_gpu(1)))
-    assert.equal("cpu", d2l.device_name(d2l.try_gpu(5)))
-    assert.equal(2, #d2l.try_all_gpus())
+    assert.equal("cpu", d2l.device_name(d2l.try_gpu(999)))
+    assert.is_true(#d2l.try_all_gpus() >= 2)
   end)
   it("sgd steps each parameter by lr * grad / batch_size and zeroes the gradient", function()
     local w = torch.tensor({ 1.0, 2.0 }, { requires_grad = true })
@@ -228,6 +241,7 @@ describe("d2l's small helpers", function()
       "no gradient")
   end)
   it("split_batch cuts X and y into one slice per device", function()
+    if not two_gpus() then return end
     local X, y = torch.arange(12):reshape(6, 2), torch.arange(6)
     local devs = { torch.device("cuda:0"), torch.device("cuda:1") }
     local Xs, ys = d2l.split_batch(X, y, devs)
@@ -238,6 +252,7 @@ describe("d2l's small helpers", function()
     assert.error_matches(function() d2l.split_batch(X, torch.arange(5), devs) end, "6 rows and y 5")
   end)
   it("allreduce leaves the sum on every device", function()
+    if not two_gpus() then return end
     local data = { torch.tensor({ 1.0, 2.0 }, { device = "cuda:0" }), torch.tensor({ 10.0, 20.0 }, { device = "cuda:1" }) }
     d2l.allreduce(data)
     assert.are.same({ 11, 22 }, data[1]:tolist())
@@ -336,6 +351,7 @@ describe("d2l.train_ch6", function()
   end)
 
   it("prints the same numbers on a simulated cuda:0, named as the book names it", function()
+    if not two_gpus() then return end
     local lines = run(d2l.try_gpu())
     assert.equal("training on cuda:0", lines[1])
     assert.equal(expected, lines[2])
@@ -415,7 +431,7 @@ d2l.show_images(torch.zeros(2, 4, 4), 1, 2, {titles = {'x', 'y'}})
       "epoch 0.50: train loss 1.250, train acc 0.500",
       "epoch 1: train loss 0.750, train acc 0.625",
       "epoch 1: test acc 0.600",
-      "x 3: sq 9, lin 4",
+      "plot of sq, lin: 3 points each, x 1..3, y 1..9",
       "show_images: 2 images of 4x4 in 1 x 2: x, y",
     }, "\n") .. "\n", out)
   end)
@@ -619,6 +635,7 @@ describe("d2l.resnet18", function()
         pending("needs nn.Conv2d, nn.BatchNorm2d and nn.AdaptiveAvgPool2d (the convolutional layers)")
         return
       end
+      if device ~= "cpu" and not two_gpus() then return end
       local net = d2l.resnet18(10, 1):to(torch.float64)
       local ps = net:parameters()
       assert.equal(golden.nparams, #ps)

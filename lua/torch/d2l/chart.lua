@@ -198,9 +198,35 @@ local function num(v)
 end
 Chart.num = num
 
+-- A static chart (d2l.plot): its curves, their sizes and ranges, e.g.
+-- "plot of sin(x), cos(x): 30 points each, x 0..2.9, y -0.99..1".
+local function static_line(self)
+  local names, counts = {}, {}
+  local xlo, xhi, ylo, yhi = math.huge, -math.huge, math.huge, -math.huge
+  for i = 1, #self.series do
+    local s = self.series[i]
+    names[#names + 1] = self.legend[i] or ("y" .. i)
+    counts[#s.y] = true
+    for k = 1, #s.y do
+      local x, y = s.x[k], s.y[k]
+      if x and x == x then xlo, xhi = math.min(xlo, x), math.max(xhi, x) end
+      if y and y == y then ylo, yhi = math.min(ylo, y), math.max(yhi, y) end
+    end
+  end
+  if #names == 0 then return "plot: no curves" end
+  local n = next(counts)
+  local each = next(counts, n) == nil and string.format("%d point%s%s", n, n == 1 and "" or "s",
+    #names > 1 and " each" or "") or "points"
+  local g = function(v) return string.format("%.4g", v) end
+  if xlo > xhi then return string.format("plot of %s: %s", table.concat(names, ", "), each) end
+  return string.format("plot of %s: %s, %s %s..%s, %s %s..%s", table.concat(names, ", "), each,
+    self.xlabel or "x", g(xlo), g(xhi), self.ylabel or "y", g(ylo), g(yhi))
+end
+
 -- One line: each series' last point, e.g.
 -- "epoch 2.00: train loss 0.512, train acc 0.812".
 function Chart:_repr_line_()
+  if self.static then return static_line(self) end
   local parts = {}
   local lastx
   for i = 1, #self.series do

@@ -441,6 +441,7 @@ function d2l.plot(X, Y, opts)
     end
     chart:set_series(i, xv, yv)
   end
+  chart.static = true
   display.display(chart)
 end
 
