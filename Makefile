@@ -38,6 +38,8 @@ GS_CFLAGS += -ffp-contract=off
 LDLIBS  := -lopenblas -ljansson -lm -lpthread
 # zlib: the IDX data set reader (src/io/gs_idx.c) reads gzipped files
 LDLIBS  += -lz
+# libpng: the PNG pictures of d2l.show_images (src/io/gs_png.c)
+LDLIBS  += -lpng
 ifeq ($(WERROR),1)
   GS_CFLAGS += -Werror
 endif

@@ -148,6 +148,11 @@ static int open_torch(lua_State *L) {
   lua_pushliteral(L, "torchvision");
   lua_call(L, 1, 1);
   lua_setglobal(L, "torchvision");
+  /* d2l: the book's helpers (lua/torch/d2l/), a global as torch is */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "d2l");
+  lua_call(L, 1, 1);
+  lua_setglobal(L, "d2l");
   return 0;
 }
 

@@ -77,11 +77,23 @@ local function install_input(kio)
   end
 end
 
+-- Pictures (torch.display: d2l's Animator, plot, show_images) go out as
+-- display_data with a display_id, then update_display_data with the same
+-- id, while the cell runs.
+local function install_display(kio)
+  local display = require "torch.display"
+  display.set_frontend({
+    display = function(obj, id) kio.display(display.mime_bundle(obj), id, false) end,
+    update = function(obj, id) kio.display(display.mime_bundle(obj), id, true) end,
+  })
+end
+
 function M.start()
   local s = repl.start()
   if not M.started then
     M.started = true
     install_input(require "gshell.kernel_io")
+    install_display(require "gshell.kernel_io")
   end
   return s
 end

@@ -91,6 +91,38 @@ local function prefixed_input(n, text)
   return table.concat(out, "\n")
 end
 
+-- With --md, pictures (torch.display: an Animator, d2l.plot, show_images)
+-- print their summary line as the cell runs, and each one's final state is
+-- written as an SVG file beside the Markdown (out.md -> out-3-1.svg for
+-- the first picture of cell 3), linked from the cell's output.
+local function picture_recorder()
+  local rec = { order = {}, last = {} }
+  local function show(obj, id)
+    if not rec.last[id] then rec.order[#rec.order + 1] = id end
+    rec.last[id] = obj
+    io.stdout:write(obj._repr_line_ and obj:_repr_line_() or tostring(obj), "\n")
+  end
+  rec.frontend = { display = show, update = show }
+  -- Writes this cell's pictures; returns the Markdown lines linking them.
+  function rec.flush(md_path, n)
+    local links = {}
+    local dir, stem = md_path:match("^(.-)([^/]*)$")
+    stem = stem:gsub("%.[^.]*$", "")
+    for k, id in ipairs(rec.order) do
+      local obj = rec.last[id]
+      if obj._repr_svg_ then
+        local name = string.format("%s-%d-%d.svg", stem, n, k)
+        local ok, err = Session.save_text(dir .. name, obj:_repr_svg_())
+        if ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
+        else io.stderr:write("gshell: ", tostring(err), "\n") end
+      end
+    end
+    rec.order, rec.last = {}, {}
+    return links
+  end
+  return rec
+end
+
 -- Runs the notebook; returns the exit status.
 function M.run(path, md_path)
   local text = Session.read_input(path)
@@ -101,6 +133,11 @@ function M.run(path, md_path)
   local settings = docheader.setup(path, lines)
   if not settings then return 1 end
   local session = Session.new({ trap_exit = true })
+  local pictures
+  if md_path then
+    pictures = picture_recorder()
+    require("torch.display").set_frontend(pictures.frontend)
+  end
   local md = { docheader.markdown_line(settings) and (docheader.markdown_line(settings) .. "\n") or nil }
   local failed = 0
   local n = 0
@@ -133,6 +170,9 @@ function M.run(path, md_path)
       local shown = docheader.mask_timing((r.output or "") .. (r.result and (r.result .. "\n") or ""))
       local out_fence = docheader.fence(shown)
       if shown ~= "" then md[#md + 1] = out_fence .. "output\n" .. shown .. out_fence .. "\n" end
+      if pictures then
+        for _, link in ipairs(pictures.flush(md_path, n)) do md[#md + 1] = link end
+      end
       if session.exit_code then break end -- os.exit: the notebook ends here, --md is still written
     end
   end

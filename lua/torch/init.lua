@@ -47,6 +47,8 @@ end
 for name, fn in pairs(require("torch.nn.functional_pool")) do
   if torch[name] == nil then torch[name] = fn end
 end
+-- d2l, the book's helpers (lua/torch/d2l/): require("d2l") is require("torch.d2l").
+package.preload["d2l"] = package.preload["d2l"] or function() return require("torch.d2l") end
 
 -- torch.cuda.Stream, Event, stream scopes, the sync debug mode.
 require("torch.streams")

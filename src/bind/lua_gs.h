@@ -88,6 +88,8 @@ void gsL_open_conv(lua_State *L);      /* lua_conv.c: torch._conv, torch._conv_c
 void gsL_open_pool(lua_State *L);      /* lua_pool.c: torch._pool2d, _batch_norm, ... (issue 20) */
 /* data sets (issue 21): */
 void gsL_open_image(lua_State *L);     /* lua_image.c: torch._read_idx, _resize_bilinear */
+/* d2l pictures: */
+void gsL_open_picture(lua_State *L);   /* lua_picture.c: torch._png_encode, _isatty, _term_size */
 /* The Lua state's allocator with its small-block pool (lua_alloc.c). */
 void gsL_install_allocator(lua_State *L);
 /* Tensor methods, each adding to the methods table on top. */

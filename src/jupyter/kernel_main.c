@@ -454,8 +454,41 @@ static int l_input(lua_State *L) {
   }
 }
 
+/* ---- pictures mid-cell (lua/torch/display.lua through gshell.kernel) ------ */
+
+/* display(data, display_id, update): publishes display_data (update false)
+ * or update_display_data with the mime bundle `data` ({mime = text}) under
+ * transient.display_id, parented to the running execute_request, after
+ * everything the cell printed so far. */
+static int l_display(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  size_t idlen;
+  const char *id = luaL_checklstring(L, 2, &idlen);
+  int update = lua_toboolean(L, 3);
+  if (K.current == NULL) return luaL_error(L, "display: no cell is running");
+  json_t *data = json_object();
+  lua_pushnil(L);
+  while (lua_next(L, 1) != 0) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING) {
+      size_t n;
+      const char *v = lua_tolstring(L, -1, &n);
+      json_t *j = gsK_json_text(v, n);
+      if (j) json_object_set_new(data, lua_tostring(L, -2), j);
+    }
+    lua_pop(L, 1);
+  }
+  json_t *content = json_pack("{s:o, s:{}, s:{s:s%}}", "data", data, "metadata", "transient", "display_id", id, idlen);
+  publish(K.current, update ? "update_display_data" : "display_data", content);
+  /* Wait until the iopub thread has forwarded it: without this, what the
+   * cell prints next could reach the pipe while the message waits in the
+   * PAIR, and be published first. Re-setting the same parent is that wait
+   * (the thread answers it after everything before it in the PAIR). */
+  gsK_iopub_set_parent(K.s.iopub_in, K.current->header);
+  return 0;
+}
+
 static int open_kernel_io(lua_State *L) {
-  static const luaL_Reg fns[] = {{"input", l_input}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"input", l_input}, {"display", l_display}, {NULL, NULL}};
   luaL_newlib(L, fns);
   return 1;
 }
