@@ -62,15 +62,6 @@ local NOT_NAMES = {
   ["torch.Size"] = true,  -- the repr of a shape, torch.Size([2, 3])
 }
 
--- Contract names built on other branches while this spec was written
--- (convolution, pooling, nn.functional: issue 21's helpers). They are
--- reported as pending while missing; when they land, this list can go.
-local BEING_BUILT = {
-  ["nn.AdaptiveAvgPool2d"] = true, ["nn.AdaptiveMaxPool2d"] = true, ["nn.Conv1d"] = true,
-  ["nn.Conv2d"] = true, ["nn.LazyConv2d"] = true, ["nn.LazyLinear"] = true, ["nn.functional"] = true,
-  ["torch.nn.functional"] = true,
-}
-
 describe("docs/reference.md", function()
   it("exists, is linked from the README, and covers every area of the contract", function()
     local readme = read("README.md")
@@ -88,18 +79,13 @@ describe("docs/reference.md", function()
   end)
 
   it("every torch./nn./optim. name it uses exists", function()
-    local missing, later = {}, {}
+    local missing = {}
     for _, name in ipairs(dotted_names()) do
       if not NOT_NAMES[name] and resolve(name) == nil then
-        if BEING_BUILT[name] or BEING_BUILT[name:match("^(.*)%.[^.]+$") or ""] then
-          later[#later + 1] = name
-        else
-          missing[#missing + 1] = name
-        end
+        missing[#missing + 1] = name
       end
     end
     assert.are.same({}, missing)
-    if #later > 0 then pending("not in this build yet (other branches): " .. table.concat(later, ", ")) end
   end)
 
   it("every tensor method it calls as x:name(...) exists", function()

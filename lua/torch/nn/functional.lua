@@ -97,16 +97,10 @@ F.mse_loss = loss.functional.mse_loss
 -- adaptive_avg_pool2d, adaptive_max_pool2d, batch_norm, pad and
 -- interpolate (functional_pool.lua). Each file returns a table of
 -- functions; both are merged here.
--- TEMPORARY until both files are on the branch: a file not there yet is
--- skipped (searched for, not pcall'd, so an error inside one still shows).
-local function present(name)
-  for _, searcher in ipairs(package.searchers) do
-    if type(searcher(name)) == "function" then return true end
-  end
-  return false
-end
+-- The convolution and pooling families keep their functional forms in
+-- files of their own; a name defined twice is a mistake, said at load.
 for _, name in ipairs({ "torch.nn.functional_conv", "torch.nn.functional_pool" }) do
-  for k, v in pairs(present(name) and require(name) or {}) do
+  for k, v in pairs(require(name)) do
     if F[k] ~= nil then fail("nn.functional: " .. name .. " defines " .. k .. " twice") end
     F[k] = v
   end

@@ -26,11 +26,8 @@ function M.Parameter(t, requires_grad)
     fail("nn.Parameter: expected a tensor, got " .. type(t))
   end
   if type(requires_grad) == "table" then requires_grad = requires_grad.requires_grad end
-  if t.grad_fn ~= nil and t.detach then t = t:detach() end -- a leaf, like PyTorch
-  if torch._make_parameter then
-    local r = torch._make_parameter(t, requires_grad ~= false)
-    if torch.is_tensor(r) then t = r end
-  end
+  if t.grad_fn ~= nil then t = t:detach() end -- a leaf, like PyTorch
+  torch._make_parameter(t, requires_grad ~= false)
   param_set[t] = true
   t.requires_grad = requires_grad ~= false
   return t
