@@ -84,8 +84,11 @@ describe("streams: buffer lifetime", function()
     local ptr = x:data_ptr()
     s1:wait_stream(cuda.default_stream(0))
     local y
+    local t_est = torch.clock()
+    gc()
+    local est_ms = (torch.clock() - t_est) * 1000
     cuda.with_stream(s1, function()
-      busy("cuda:0", 600) -- more than a full collection of the suite's heap takes under ASan
+      busy("cuda:0", 300 + 4 * est_ms) -- outlasts the full collection below, however big the heap
       y = x * 3 -- queued on s1, behind the busy work
     end)
     x = nil
@@ -113,11 +116,16 @@ describe("streams: buffer lifetime", function()
     local x = torch.full({ N }, 1, on("cuda:0"))
     local ptr = x:data_ptr()
     local streams, outs = {}, {}
+    -- the collection below must end while the streams still work: their
+    -- work outlasts it however big the suite's heap has grown
+    local t_est = torch.clock()
+    gc()
+    local est_ms = (torch.clock() - t_est) * 1000
     for k = 1, 6 do
       streams[k] = cuda.Stream(0)
       streams[k]:wait_stream(cuda.default_stream(0))
       cuda.with_stream(streams[k], function()
-        busy("cuda:0", 200)
+        busy("cuda:0", 200 + 4 * est_ms)
         outs[k] = (x * k):sum()
       end)
     end
