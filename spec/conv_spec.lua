@@ -170,6 +170,19 @@ describe("conv2d and conv1d", function()
     assert.is_nil(torch.conv2d(x, w:detach()).grad_fn)
   end)
 
+  it("reads strided inputs (views) as their values, and refuses a saved input changed in place", function()
+    local xt = torch.randn(2, 3, 7, 6):transpose(3, 4)           -- [2, 3, 6, 7], not contiguous
+    local wt = torch.randn(4, 3, 3, 2):transpose(3, 4)           -- [4, 3, 2, 3]
+    local b = torch.randn(8):narrow(1, 1, 4)
+    local want = torch.conv2d(xt:contiguous(), wt:contiguous(), b:contiguous(), { padding = 1 })
+    assert.is_true(torch.conv2d(xt, wt, b, { padding = 1 }):equal(want))
+    local x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3, { requires_grad = true })
+    local y = torch.conv2d(x, w)
+    x:add_(1)
+    local msg = err_of(function() y:sum():backward() end)
+    assert(msg:find("modified by an inplace operation", 1, true), msg)
+  end)
+
   it("takes the options in the bias's place and is also nn.functional's table", function()
     local x, w = torch.randn(1, 2, 6, 6), torch.randn(3, 2, 3, 3)
     assert.are.same({ 1, 3, 2, 2 }, dims(torch.conv2d(x, w, { stride = 2 })))
