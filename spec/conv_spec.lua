@@ -126,6 +126,35 @@ describe("conv2d and conv1d", function()
     assert.is_true(gw1:allclose(gw2, 1e-5, 1e-5))
   end)
 
+  it("takes 16 times the cap on a device whose memory is not the host's (a GPU's)", function()
+    -- the staged simulated devices stand for a real GPU's memory
+    local x = fill({ 5, 3, 9, 8 }, 31, 1, 53, torch.float32)
+    local w = fill({ 4, 3, 3, 3 }, 17, 2, 29, torch.float32)
+    local function im2col_calls(dev)
+      local xd, wd = x:to(dev), w:to(dev)
+      local y
+      local p = torch.profiler.profile(function() y = torch.conv2d(xd, wd, nil, { padding = 1 }) end)
+      local calls = 0
+      for _, r in ipairs(p:key_averages()) do
+        if r.name == "im2col" then calls = calls + r.calls end
+      end
+      return calls, y:cpu()
+    end
+    local cap = torch._conv_col_cap(2 * 7776) -- two samples' columns (float32)
+    local ok, err = pcall(function()
+      local n_cpu, y_cpu = im2col_calls("cpu")
+      assert.are.equal(3, n_cpu)
+      torch._sim_configure(2, 0, true)
+      local n_gpu, y_gpu = im2col_calls("cuda:0")
+      assert.are.equal(1, n_gpu)
+      assert.is_true(y_cpu:allclose(y_gpu, 1e-6, 1e-6))
+    end)
+    torch._conv_col_cap(cap)
+    collectgarbage(); collectgarbage()
+    torch._sim_configure(2)
+    assert(ok, err)
+  end)
+
   it("a 1x1 stride-1 convolution builds no columns", function()
     local x, w = torch.randn(4, 6, 5, 5), torch.randn(3, 6, 1, 1)
     local p = torch.profiler.profile(function() local _ = torch.conv2d(x, w) end)

@@ -200,10 +200,15 @@ static gs_status as4d(const gs_tensor *x, const gs_tensor *w, const conv_plan *p
   return s;
 }
 
+/* A GPU's memory has no cache to stay in, and it wants big products: its
+ * chunks may take 16 times the cap (64 MiB by default). */
+#define CONV_DEVICE_FACTOR 16
+
 /* Samples per chunk: as many as keep the columns under the cap, at least 1. */
-static int64_t chunk_samples(const conv_plan *p, size_t es) {
+static int64_t chunk_samples(const gs_backend *be, const conv_plan *p, size_t es) {
   double per = (double)(p->G * p->Cg * p->g.kh * p->g.kw) * (double)(p->g.oh * p->g.ow) * (double)es;
-  int64_t n = per > 0 ? (int64_t)((double)col_cap / per) : p->N;
+  double cap = (double)col_cap * (be->host_memory ? 1 : CONV_DEVICE_FACTOR);
+  int64_t n = per > 0 ? (int64_t)(cap / per) : p->N;
   if (n < 1) n = 1;
   if (n > p->N) n = p->N;
   return n;
@@ -238,7 +243,7 @@ static gs_status forward4(const gs_backend *be, const gs_tensor *x4, const gs_te
     REL(a); REL(xb); REL(yb); REL(bias);
     return s;
   }
-  int64_t nmax = chunk_samples(p, gs_dtype_size(x4->dtype));
+  int64_t nmax = chunk_samples(be, p, gs_dtype_size(x4->dtype));
   int64_t colsh[1] = {G * K * nmax * L}, tmpsh[1] = {Cout * nmax * L};
   s = gs_tensor_empty(gs_tensor_device(x4), x4->dtype, 1, colsh, &col);
   if (s == GS_OK && nmax > 1) s = gs_tensor_empty(gs_tensor_device(x4), x4->dtype, 1, tmpsh, &tmp);
@@ -327,7 +332,7 @@ static gs_status backward4(const gs_backend *be, const gs_tensor *x4, const gs_t
     if (s != GS_OK || !gw4) return s;
   }
   bool want_gx = gx4 && !fast;
-  int64_t nmax = chunk_samples(p, gs_dtype_size(x4->dtype));
+  int64_t nmax = chunk_samples(be, p, gs_dtype_size(x4->dtype));
   gs_tensor *col = NULL, *gyt = NULL, *gwt = NULL;
   int64_t colsh[1] = {G * K * nmax * L}, gysh[1] = {Cout * nmax * L}, gwsh[3] = {G, Cog, K};
   s = gs_tensor_empty(dev, x4->dtype, 1, colsh, &col);
