@@ -124,6 +124,16 @@ describe("conv2d and conv1d", function()
     assert.is_true(y1:allclose(y2, 1e-6, 1e-6))
     assert.is_true(gx1:allclose(gx2, 1e-6, 1e-6))
     assert.is_true(gw1:allclose(gw2, 1e-5, 1e-5))
+    -- with groups (a product per group, then one copy per chunk): the
+    -- same numbers in chunks of 2, 2, 1 as in one
+    local wg = fill({ 6, 1, 3, 3 }, 19, 4, 31, torch.float32)
+    local b = fill({ 6 }, 5, 1, 7, torch.float32)
+    local one = torch.conv2d(x:detach(), wg, b, { padding = 1, groups = 3 })
+    cap = torch._conv_col_cap(2 * 7776)
+    local ok2, chunked = pcall(torch.conv2d, x:detach(), wg, b, { padding = 1, groups = 3 })
+    torch._conv_col_cap(cap)
+    assert(ok2, chunked)
+    assert.is_true(one:allclose(chunked, 1e-6, 1e-6))
   end)
 
   it("takes 16 times the cap on a device whose memory is not the host's (a GPU's)", function()
