@@ -124,6 +124,45 @@ describe("conv2d and conv1d", function()
     assert.is_true(y1:allclose(y2, 1e-6, 1e-6))
     assert.is_true(gx1:allclose(gx2, 1e-6, 1e-6))
     assert.is_true(gw1:allclose(gw2, 1e-5, 1e-5))
+    -- with groups (a product per group, then one copy per chunk): the
+    -- same numbers in chunks of 2, 2, 1 as in one
+    local wg = fill({ 6, 1, 3, 3 }, 19, 4, 31, torch.float32)
+    local b = fill({ 6 }, 5, 1, 7, torch.float32)
+    local one = torch.conv2d(x:detach(), wg, b, { padding = 1, groups = 3 })
+    cap = torch._conv_col_cap(2 * 7776)
+    local ok2, chunked = pcall(torch.conv2d, x:detach(), wg, b, { padding = 1, groups = 3 })
+    torch._conv_col_cap(cap)
+    assert(ok2, chunked)
+    assert.is_true(one:allclose(chunked, 1e-6, 1e-6))
+  end)
+
+  it("takes 16 times the cap on a device whose memory is not the host's (a GPU's)", function()
+    -- the staged simulated devices stand for a real GPU's memory
+    local x = fill({ 5, 3, 9, 8 }, 31, 1, 53, torch.float32)
+    local w = fill({ 4, 3, 3, 3 }, 17, 2, 29, torch.float32)
+    local function im2col_calls(dev)
+      local xd, wd = x:to(dev), w:to(dev)
+      local y
+      local p = torch.profiler.profile(function() y = torch.conv2d(xd, wd, nil, { padding = 1 }) end)
+      local calls = 0
+      for _, r in ipairs(p:key_averages()) do
+        if r.name == "im2col" then calls = calls + r.calls end
+      end
+      return calls, y:cpu()
+    end
+    local cap = torch._conv_col_cap(2 * 7776) -- two samples' columns (float32)
+    local ok, err = pcall(function()
+      local n_cpu, y_cpu = im2col_calls("cpu")
+      assert.are.equal(3, n_cpu)
+      torch._sim_configure(2, 0, true)
+      local n_gpu, y_gpu = im2col_calls("cuda:0")
+      assert.are.equal(1, n_gpu)
+      assert.is_true(y_cpu:allclose(y_gpu, 1e-6, 1e-6))
+    end)
+    torch._conv_col_cap(cap)
+    collectgarbage(); collectgarbage()
+    torch._sim_configure(2)
+    assert(ok, err)
   end)
 
   it("a 1x1 stride-1 convolution builds no columns", function()
@@ -168,6 +207,19 @@ describe("conv2d and conv1d", function()
     assert.is_nil(x.grad)
     assert.are.same({ 3, 2, 3, 3 }, dims(w.grad))
     assert.is_nil(torch.conv2d(x, w:detach()).grad_fn)
+  end)
+
+  it("reads strided inputs (views) as their values, and refuses a saved input changed in place", function()
+    local xt = torch.randn(2, 3, 7, 6):transpose(3, 4)           -- [2, 3, 6, 7], not contiguous
+    local wt = torch.randn(4, 3, 3, 2):transpose(3, 4)           -- [4, 3, 2, 3]
+    local b = torch.randn(8):narrow(1, 1, 4)
+    local want = torch.conv2d(xt:contiguous(), wt:contiguous(), b:contiguous(), { padding = 1 })
+    assert.is_true(torch.conv2d(xt, wt, b, { padding = 1 }):equal(want))
+    local x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3, { requires_grad = true })
+    local y = torch.conv2d(x, w)
+    x:add_(1)
+    local msg = err_of(function() y:sum():backward() end)
+    assert(msg:find("modified by an inplace operation", 1, true), msg)
   end)
 
   it("takes the options in the bias's place and is also nn.functional's table", function()

@@ -63,6 +63,21 @@ for _, dt in ipairs({torch.float32, torch.bfloat16}) do
 end
 collectgarbage(); collectgarbage()
 
+-- convolution: ResNet's 3x3 64->64 layer at 56x56, batch 64, forward +
+-- backward (input, weight, bias gradients) in TFLOP/s (3 products)
+do
+  local x = torch.randn(64, 64, 56, 56, {device = dev, requires_grad = true})
+  local w = torch.randn(64, 64, 3, 3, {device = dev, requires_grad = true})
+  local bias = torch.randn(64, {device = dev, requires_grad = true})
+  local gy = torch.randn(64, 64, 56, 56, {device = dev})
+  local s = time(function()
+    x.grad, w.grad, bias.grad = nil, nil, nil
+    torch.conv2d(x, w, bias, {padding = 1}):backward(gy)
+  end, 5)
+  report("conv3x3_64_56x56_b64_fwd_bwd", 3 * 2 * 64 * 64 * 576 * 3136 / s / 1e12, "TFLOP/s")
+end
+collectgarbage(); collectgarbage()
+
 local t1, t2 = torch.ones(1, {device = dev}), torch.ones(1, {device = dev})
 report("launch_tiny_add", time(function() return t1 + t2 end, small and 1000 or 10000) * 1e6, "us")
 local h = torch.randn(N)

@@ -61,6 +61,21 @@ for dt in (torch.float32, torch.bfloat16):
     report("matmul_8192_" + str(dt).replace("torch.", ""), 2 * n**3 / s / 1e12, "TFLOP/s")
     del x, y
 
+# convolution: the same layer as bench/gpu/ops.lua's conv row (cuDNN here)
+x = torch.randn(64, 64, 56, 56, device=dev, requires_grad=True)
+w = torch.randn(64, 64, 3, 3, device=dev, requires_grad=True)
+bias = torch.randn(64, device=dev, requires_grad=True)
+gy = torch.randn(64, 64, 56, 56, device=dev)
+
+
+def conv_step():
+    x.grad = w.grad = bias.grad = None
+    torch.nn.functional.conv2d(x, w, bias, padding=1).backward(gy)
+
+
+report("conv3x3_64_56x56_b64_fwd_bwd", 3 * 2 * 64 * 64 * 576 * 3136 / timeit(conv_step, 5) / 1e12, "TFLOP/s")
+del x, w, bias, gy
+
 t1, t2 = torch.ones(1, device=dev), torch.ones(1, device=dev)
 report("launch_tiny_add", timeit(lambda: t1 + t2, 10000) * 1e6, "us")
 h = torch.randn(N)

@@ -190,7 +190,9 @@ gs_status gs_conv(const gs_tensor *x, const gs_tensor *w, const gs_tensor *b, co
  * NULL when not wanted; gb is [Cout]. */
 gs_status gs_conv_backward(const gs_tensor *x, const gs_tensor *w, const gs_tensor *gy, const gs_conv_opts *o,
                            gs_tensor **gx, gs_tensor **gw, gs_tensor **gb);
-/* The most bytes of columns one chunk of the batch may take (64 MiB); a
+/* The most bytes of columns one chunk of the batch may take (4 MiB; 16
+ * times that on a device whose memory is not the host's, a GPU; at least
+ * one sample is taken, whatever its size); a
  * non-zero cap replaces it. Returns the cap before the call. */
 size_t gs_conv_col_cap(size_t cap);
 
