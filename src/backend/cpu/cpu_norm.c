@@ -5,7 +5,7 @@
  * one channel per thread, so the results do not depend on the thread
  * count. */
 #include <string.h>
-#include "backend/cpu/backend_cpu.h"
+#include "backend/cpu/cpu_norm.h"
 #include "core/gs_parallel.h"
 
 /* x [N, C, S] as the kernels see it */
