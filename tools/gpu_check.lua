@@ -854,6 +854,18 @@ else okt, err = pcall(function()
   infos[#infos + 1] = ("mm 4096^3 float32: %.2f ms (%.1f TFLOP/s)"):format(s * 1e3, 2 * 4096 ^ 3 / s / 1e12)
   s = time_it(function() return a:sum() end, 20)
   infos[#infos + 1] = ("sum of 16M float32: %.3f ms"):format(s * 1e3)
+  -- issue 20: ResNet-18-sized max pooling and batch norm, forward + backward
+  local x = torch.randn(64, 64, 28, 28, {device = dev}):requires_grad_()
+  local w, b = torch.ones(64, {device = dev}):requires_grad_(), torch.zeros(64, {device = dev}):requires_grad_()
+  local gp = torch.randn(64, 64, 14, 14, {device = dev})
+  s = time_it(function() x.grad = nil; torch.max_pool2d(x, 3, {stride = 2, padding = 1}):backward(gp) end, 20)
+  infos[#infos + 1] = ("max_pool2d 3x3/2 fwd+bwd 64x64x28x28 float32: %.3f ms"):format(s * 1e3)
+  local gb = torch.randn(64, 64, 28, 28, {device = dev})
+  s = time_it(function()
+    x.grad, w.grad, b.grad = nil, nil, nil
+    torch.batch_norm(x, nil, nil, {weight = w, bias = b, training = true}):backward(gb)
+  end, 20)
+  infos[#infos + 1] = ("batch_norm training fwd+bwd 64x64x28x28 float32: %.3f ms"):format(s * 1e3)
 end) end
 if not okt then infos[#infos + 1] = "timing failed: " .. tostring(err) end
 for _, line in ipairs(infos) do print("INFO  " .. line) end

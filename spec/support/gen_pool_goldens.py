@@ -201,6 +201,8 @@ interp_case("bilinear up align_corners", (1, 2, 4, 5), {"size": [7, 8], "mode": 
 interp_case("bilinear down align_corners", (1, 2, 9, 7), {"size": [4, 3], "mode": "bilinear", "align_corners": True})
 interp_case("bilinear scale 1.7", (1, 1, 5, 6), {"scale_factor": 1.7, "mode": "bilinear"})
 interp_case("bilinear scale 0.5", (2, 1, 6, 7), {"scale_factor": 0.5, "mode": "bilinear"})
+interp_case("bilinear scale 1.7 recomputed", (1, 1, 5, 6), {"scale_factor": 1.7, "mode": "bilinear", "recompute_scale_factor": True})
+interp_case("nearest scale 1.7 recomputed", (1, 1, 5, 6), {"scale_factor": 1.7, "recompute_scale_factor": True})
 interp_case("bilinear to 1x1 align_corners", (1, 1, 4, 4), {"size": [1, 1], "mode": "bilinear", "align_corners": True})
 interp_case("linear 3-d", (2, 3, 5), {"size": 8, "mode": "linear"})
 interp_case("linear 3-d align_corners", (2, 3, 5), {"size": 3, "mode": "linear", "align_corners": True})

@@ -199,8 +199,6 @@ typedef struct gs_backend {
    * atomics. */
   gs_status (*col2im)(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g);
 
-  /* optional: the backend's own collective library (gs_collectives.h) */
-  const gs_collectives *collectives;
   /* ---- pooling, batch norm and resizing (issue 20, branch pool): x, gy
    * contiguous float32/float64; outputs contiguous and wholly written.
    * Deterministic on every backend (no atomics: gradients gather). ---- */
@@ -229,6 +227,9 @@ typedef struct gs_backend {
   /* gx [planes, h, w] = the gradient of resize for gy [planes, oh, ow] */
   gs_status (*resize_backward)(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy);
   /* ---- end of issue 20's slots ---- */
+
+  /* optional: the backend's own collective library (gs_collectives.h) */
+  const gs_collectives *collectives;
 } gs_backend;
 
 

@@ -148,8 +148,9 @@ end
 local MODES = { nearest = true, bilinear = true, linear = true }
 
 -- interpolate(x, {size = | scale_factor =, mode = 'nearest' | 'bilinear'
--- | 'linear', align_corners = false}): resizes the spatial dims of
--- (N, C, H, W) (nearest, bilinear) or (N, C, L) (nearest, linear).
+-- | 'linear', align_corners = false, recompute_scale_factor = false}):
+-- resizes the spatial dims of (N, C, H, W) (nearest, bilinear) or
+-- (N, C, L) (nearest, linear).
 function F.interpolate(x, opts)
   local who = "interpolate"
   check_input(x, who)
@@ -205,6 +206,8 @@ function F.interpolate(x, opts)
     -- step by 1/scale_factor
     oh = spatial == 2 and math.floor(in_h * fh) or 1
     ow = math.floor(in_w * fw)
+    -- recompute_scale_factor: the kernels step by in/out, as for a size
+    if flag(opts.recompute_scale_factor, "recompute_scale_factor", who, false) then fh, fw = 0, 0 end
   end
   if spatial == 1 then
     local y = torch._interpolate(x:unsqueeze(3), mode == "nearest" and "nearest" or "bilinear", align, 1, ow, 0, fw or 0)

@@ -211,6 +211,90 @@ static gs_status prof_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_g
   return record_col2im(x, col, g);
 }
 
+/* ---- issue 20: pooling, batch norm, resizing. FLOPs: one per input
+ * element read (pooling, resizing), as the simulated devices count them
+ * (backend_sim.c). ---- */
+
+static const char *pool_kernel_name(const gs_pool2d_params *p) {
+  return p->kind == GS_POOL_MAX || p->kind == GS_POOL_ADAPTIVE_MAX ? "max_pool2d" : "avg_pool2d";
+}
+static NOINLINE gs_status record_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax,
+                                        const gs_tensor *x) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_pool2d(p, out, argmax, x);
+  prof_kernel(pool_kernel_name(p), t0, out, argmax, x, NULL, elems(x));
+  return s;
+}
+static gs_status prof_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax, const gs_tensor *x) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_pool2d(p, out, argmax, x);
+  return record_pool2d(p, out, argmax, x);
+}
+static NOINLINE gs_status record_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
+                                                 const gs_tensor *argmax) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_pool2d_backward(p, gx, gy, argmax);
+  prof_kernel("pool2d_backward", t0, gx, NULL, gy, argmax, elems(gx));
+  return s;
+}
+static gs_status prof_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
+                                      const gs_tensor *argmax) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_pool2d_backward(p, gx, gy, argmax);
+  return record_pool2d_backward(p, gx, gy, argmax);
+}
+static NOINLINE gs_status record_bn_stats(gs_tensor *stats, const gs_tensor *x) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_bn_stats(stats, x);
+  prof_kernel("batch_norm_stats", t0, stats, NULL, x, NULL, 3 * elems(x));
+  return s;
+}
+static gs_status prof_bn_stats(gs_tensor *stats, const gs_tensor *x) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_bn_stats(stats, x);
+  return record_bn_stats(stats, x);
+}
+static NOINLINE gs_status record_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x,
+                                           const gs_tensor *mean) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_bn_reduce(sums, gy, x, mean);
+  prof_kernel("batch_norm_backward_reduce", t0, sums, NULL, gy, x, 3 * elems(x));
+  return s;
+}
+static gs_status prof_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x, const gs_tensor *mean) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_bn_reduce(sums, gy, x, mean);
+  return record_bn_reduce(sums, gy, x, mean);
+}
+static NOINLINE gs_status record_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_bn_elemt(out, a, x, k);
+  prof_kernel(a ? "batch_norm_backward_elemt" : "batch_norm_elemt", t0, out, NULL, x, a, 4 * elems(x));
+  return s;
+}
+static gs_status prof_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_bn_elemt(out, a, x, k);
+  return record_bn_elemt(out, a, x, k);
+}
+static NOINLINE gs_status record_resize(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_resize(p, out, x);
+  prof_kernel(p->mode == GS_RESIZE_NEAREST ? "upsample_nearest2d" : "upsample_bilinear2d", t0, out, NULL, x, NULL,
+              4 * elems(out));
+  return s;
+}
+static gs_status prof_resize(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_resize(p, out, x);
+  return record_resize(p, out, x);
+}
+static NOINLINE gs_status record_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_resize_backward(p, gx, gy);
+  prof_kernel(p->mode == GS_RESIZE_NEAREST ? "upsample_nearest2d_backward" : "upsample_bilinear2d_backward", t0, gx,
+              NULL, gy, NULL, 4 * elems(gy));
+  return s;
+}
+static gs_status prof_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_resize_backward(p, gx, gy);
+  return record_resize_backward(p, gx, gy);
+}
+
 const gs_backend gs_backend_cpu = {
   .name = "cpu", .host_memory = true,
   .alloc = cpu_alloc, .free = cpu_free, .empty_cache = cpu_empty_cache, .mem_stats = cpu_mem_stats,
@@ -221,8 +305,8 @@ const gs_backend gs_backend_cpu = {
   .check_index = gs_cpu_check_index,
   /* convolution (conv2d) */
   .im2col = prof_im2col, .col2im = prof_col2im,
-  /* issue 20: pooling, batch norm, resizing (not reported to the profiler yet) */
-  .pool2d = gs_cpu_pool2d, .pool2d_backward = gs_cpu_pool2d_backward,
-  .bn_stats = gs_cpu_bn_stats, .bn_reduce = gs_cpu_bn_reduce, .bn_elemt = gs_cpu_bn_elemt,
-  .resize = gs_cpu_resize, .resize_backward = gs_cpu_resize_backward,
+  /* issue 20: pooling, batch norm, resizing */
+  .pool2d = prof_pool2d, .pool2d_backward = prof_pool2d_backward,
+  .bn_stats = prof_bn_stats, .bn_reduce = prof_bn_reduce, .bn_elemt = prof_bn_elemt,
+  .resize = prof_resize, .resize_backward = prof_resize_backward,
 };

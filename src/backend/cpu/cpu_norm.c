@@ -6,7 +6,6 @@
  * count. */
 #include <string.h>
 #include "backend/cpu/cpu_norm.h"
-#include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 
 /* x [N, C, S] as the kernels see it */

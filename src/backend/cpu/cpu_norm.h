@@ -1,6 +1,5 @@
-/* cpu_norm.h: the CPU's batch-norm statistics and per-channel
- * elementwise pass (cpu_norm.c); contracts at the slots of
- * core/gs_backend.h. */
+/* cpu_norm.h: the CPU's batch-norm kernels (cpu_norm.c; issue 20).
+ * Contracts in core/gs_backend.h. */
 #ifndef CPU_NORM_H
 #define CPU_NORM_H
 

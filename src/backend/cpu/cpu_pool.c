@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/cpu/cpu_pool.h"
-#include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 
 /* The window of output position i along rows (or columns): cells

@@ -1,5 +1,5 @@
-/* cpu_pool.h: the CPU's 2-d pooling and resizing (cpu_pool.c); contracts
- * at the slots of core/gs_backend.h. */
+/* cpu_pool.h: the CPU's 2-d pooling and resizing, forward and backward
+ * (cpu_pool.c; issue 20). Contracts in core/gs_backend.h. */
 #ifndef CPU_POOL_H
 #define CPU_POOL_H
 
