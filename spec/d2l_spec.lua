@@ -422,6 +422,7 @@ a:add(0.5, {1.25, 0.5, nil})
 a:add(1, {0.75, 0.625, nil})
 a:add(1, {nil, nil, 0.6})
 d2l.plot({1, 2, 3}, {{1, 4, 9}, {2, 3, 4}}, {legend = {'sq', 'lin'}})
+d2l.plot(torch.tensor({1, 2}), {torch.tensor({5, 6})}, 'n', 'f(n)', {legend = {'f'}})
 d2l.show_images(torch.zeros(2, 4, 4), 1, 2, {titles = {'x', 'y'}})
 ]])
     local out, err, code = R.run({ script })
@@ -432,6 +433,7 @@ d2l.show_images(torch.zeros(2, 4, 4), 1, 2, {titles = {'x', 'y'}})
       "epoch 1: train loss 0.750, train acc 0.625",
       "epoch 1: test acc 0.600",
       "plot of sq, lin: 3 points each, x 1..3, y 1..9",
+      "plot of f: 2 points, n 1..2, f(n) 5..6",
       "show_images: 2 images of 4x4 in 1 x 2: x, y",
     }, "\n") .. "\n", out)
   end)
