@@ -406,6 +406,29 @@ describe("the terminal view of a chart", function()
     -- without colours the same text remains
     assert.equal(small_chart():_repr_term_({ color = false }), (s:gsub("\27%[%d+m", "")))
   end)
+  it("skips NaN and infinite points and clips points far outside the limits (a diverging loss)", function()
+    local c = d2l.Chart.new({ legend = { "loss" }, ylim = { 0, 1 }, width = 20, height = 4 })
+    c:set_series(1, { 1, 2, 3, 4, 5 }, { 0.5, 1e300, 0 / 0, math.huge, 0.25 })
+    local t0 = os.clock()
+    local text = c:_repr_term_({ color = false })
+    assert.is_true(os.clock() - t0 < 1)
+    assert.truthy(text:find("┤", 1, true))
+    local svg = c:_repr_svg_()
+    assert.falsy(svg:find("inf", 1, true))
+    assert.falsy(svg:find("nan", 1, true))
+    assert.truthy(svg:find('points="[%d%.%-, ]+"'))
+    local out = {}
+    for x in svg:match('points="([^"]*)"'):gmatch("[^ ]+") do out[#out + 1] = x end
+    assert.equal(3, #out)   -- 0.5, 1e300 and 0.25: the NaN and the infinity are left out
+  end)
+  it("takes each axis' range from its own limits or data (ylim alone leaves x to the data)", function()
+    local c = d2l.Chart.new({ ylim = { 0, 1 } })
+    c:set_series(1, { 1, 2, 3 }, { 0.5, 0.6, 0.7 })
+    local x0, x1 = c:axis("x")
+    assert.are.same({ 1, 3 }, { x0, x1 })
+    local y0, y1 = c:axis("y")
+    assert.are.same({ 0, 1 }, { y0, y1 })
+  end)
   it("rejects unreadable formats and limits", function()
     assert.error_matches(function() d2l.Animator({ fmts = { "q-" } }) end, "cannot read the format 'q%-'")
     assert.error_matches(function() d2l.Animator({ xlim = { 3, 1 } }) end, "low <= high")
@@ -422,6 +445,7 @@ a:add(0.5, {1.25, 0.5, nil})
 a:add(1, {0.75, 0.625, nil})
 a:add(1, {nil, nil, 0.6})
 d2l.plot({1, 2, 3}, {{1, 4, 9}, {2, 3, 4}}, {legend = {'sq', 'lin'}})
+d2l.plot(torch.tensor({1, 2}), {torch.tensor({5, 6})}, 'n', 'f(n)', {legend = {'f'}})
 d2l.show_images(torch.zeros(2, 4, 4), 1, 2, {titles = {'x', 'y'}})
 ]])
     local out, err, code = R.run({ script })
@@ -432,6 +456,7 @@ d2l.show_images(torch.zeros(2, 4, 4), 1, 2, {titles = {'x', 'y'}})
       "epoch 1: train loss 0.750, train acc 0.625",
       "epoch 1: test acc 0.600",
       "plot of sq, lin: 3 points each, x 1..3, y 1..9",
+      "plot of f: 2 points, n 1..2, f(n) 5..6",
       "show_images: 2 images of 4x4 in 1 x 2: x, y",
     }, "\n") .. "\n", out)
   end)
@@ -598,6 +623,37 @@ describe("pictures in Jupyter", function()
         end
       end
     end
+  end)
+end)
+
+describe("d2l.load_data_fashion_mnist", function()
+  it("gives the book's loaders: 235 and 40 batches of 256, images 1x28x28 in [0, 1], labels 1..10", function()
+    local ok = pcall(require, "torchvision")
+    if not ok or not io.open("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") then
+      return pending("needs torchvision and Debian's dataset-fashion-mnist")
+    end
+    local train_iter, test_iter = d2l.load_data_fashion_mnist(256)
+    assert.equal(235, #train_iter)
+    assert.equal(40, #test_iter)
+    local X, y = d2l._batches(test_iter, "spec")()
+    assert.equal("torch.Size([256, 1, 28, 28])", tostring(X.shape))
+    assert.equal(torch.float32, X.dtype)
+    assert.equal(torch.int64, y.dtype)
+    assert.is_true(X:min():item() >= 0 and X:max():item() <= 1)
+    assert.is_true(y:min():item() >= 1 and y:max():item() <= 10)
+    -- the test set is not shuffled: its first image is an ankle boot (10)
+    assert.equal(10, y[1]:item())
+    local R64 = d2l.load_data_fashion_mnist(8, 64)
+    local X64 = d2l._batches(R64, "spec")()
+    assert.equal("torch.Size([8, 1, 64, 64])", tostring(X64.shape))
+  end)
+end)
+
+describe("help for the d2l helpers", function()
+  it("help() and ?name show each helper's line", function()
+    local out = R.prompt({ "help(d2l.train_ch6)", "?d2l.evaluate_accuracy_gpu" })
+    assert.truthy(out:find("d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr, device): the book's LeNet", 1, true), out)
+    assert.truthy(out:find("d2l.evaluate_accuracy_gpu(net, data_iter[, device]) -> share correct", 1, true), out)
   end)
 end)
 

@@ -109,6 +109,29 @@ local D = {
 }
 for k, v in pairs(D) do entries[k] = v end
 
+-- d2l, the book's helpers (lua/torch/d2l, docs/d2l.md) -----------------------------
+local D2L = {
+  ["d2l"] = "d2l: the helpers of the book's d2l package (train_ch6, Animator, show_images, ...); docs/d2l.md",
+  ["d2l.try_gpu"] = "d2l.try_gpu([i = 0]) -> cuda:i if it exists, else the CPU",
+  ["d2l.try_all_gpus"] = "d2l.try_all_gpus() -> every GPU, or {cpu}",
+  ["d2l.Timer"] = "d2l.Timer() -> timer (started); timer:start(), :stop() -> seconds, :sum(), :avg(), :cumsum()",
+  ["d2l.Benchmark"] = "d2l.Benchmark([description]): `local _ <close> = d2l.Benchmark('x')` or :run(fn); prints 'x: 0.1234 sec'",
+  ["d2l.Accumulator"] = "d2l.Accumulator(n) -> n running sums; acc:add(v1, ..., vn), acc[i], acc:reset()",
+  ["d2l.accuracy"] = "d2l.accuracy(y_hat, y) -> number of rows whose argmax (1-based) equals the label",
+  ["d2l.evaluate_accuracy_gpu"] = "d2l.evaluate_accuracy_gpu(net, data_iter[, device]) -> share correct (eval mode, no grad)",
+  ["d2l.load_data_fashion_mnist"] = "d2l.load_data_fashion_mnist(batch_size[, resize]) -> train_iter, test_iter",
+  ["d2l.get_fashion_mnist_labels"] = "d2l.get_fashion_mnist_labels(labels) -> their names (labels 1..10)",
+  ["d2l.show_images"] = "d2l.show_images(imgs, num_rows, num_cols[, {titles =, scale =}]): a grid of images",
+  ["d2l.Animator"] = "d2l.Animator({xlabel =, ylabel =, legend =, xlim =, ylim =, xscale =, yscale =, fmts =}); animator:add(x, ys)",
+  ["d2l.plot"] = "d2l.plot(X, Y[, {xlabel =, ylabel =, legend =, xlim =, ylim =, xscale =, yscale =, fmts =}]): a chart",
+  ["d2l.train_ch6"] = "d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr, device): the book's LeNet training loop",
+  ["d2l.sgd"] = "d2l.sgd(params, lr, batch_size): p = p - lr * grad / batch_size, grads zeroed",
+  ["d2l.split_batch"] = "d2l.split_batch(X, y, devices) -> Xs, ys: one slice per device",
+  ["d2l.allreduce"] = "d2l.allreduce(data): every tensor of the list becomes their sum",
+  ["d2l.resnet18"] = "d2l.resnet18(num_classes[, in_channels = 1]) -> the multi-GPU chapter's ResNet-18",
+}
+for k, v in pairs(D2L) do entries[k] = v end
+
 -- Tensor methods: name -> "(args) -> result: meaning" -----------------------------
 local T = {
   size = "([d]) -> torch.Size, or the length of dim d",

@@ -25,6 +25,9 @@ local function roots()
     if type(t.nn) == "table" then list[#list + 1] = { "nn", t.nn } end
     if type(t.optim) == "table" then list[#list + 1] = { "optim", t.optim } end
   end
+  -- d2l (the book's helpers), when loaded
+  local d2l = package.loaded["torch.d2l"]
+  if type(d2l) == "table" then list[#list + 1] = { "d2l", d2l } end
   local reg = debug.getregistry()
   local mt = reg["torch.Tensor"]
   if type(mt) == "table" then

@@ -115,6 +115,18 @@ end
 local function tr(v, scale) if scale == "log" then return math.log(v, 10) end return v end
 Chart.transform = tr
 
+-- Can a point be drawn? Not NaN or infinite (a diverging loss), and
+-- positive on a log axis; views skip the others.
+function Chart:drawable(x, y)
+  if x == nil or y == nil then return false end
+  if x ~= x or y ~= y or x == math.huge or x == -math.huge or y == math.huge or y == -math.huge then
+    return false
+  end
+  if self.xscale == "log" and x <= 0 then return false end
+  if self.yscale == "log" and y <= 0 then return false end
+  return true
+end
+
 -- The data range of the points one axis can show (positive only for log);
 -- for y, only points inside xlim count (the Animator's first points, before
 -- epoch 1, would otherwise squash the curves).
@@ -149,7 +161,8 @@ end
 -- ticks (default 4) on a linear axis.
 function Chart:axis(key, nticks)
   local scale = key == "x" and self.xscale or self.yscale
-  local lim = key == "x" and self.xlim or self.ylim
+  local lim
+  if key == "x" then lim = self.xlim else lim = self.ylim end
   local lo, hi
   if lim then
     lo, hi = lim[1], lim[2]

@@ -15,7 +15,13 @@ local function esc(s)
 end
 M.escape = esc
 
-local function f(v) return string.format("%.2f", v) end
+-- Coordinates are clamped to a million pixels: a point far outside the
+-- limits (1e300) still gives its line the right direction where it is
+-- seen (clipped to the plot), without a 300-digit number.
+local function f(v)
+  if v > 1e6 then v = 1e6 elseif v < -1e6 then v = -1e6 end
+  return string.format("%.2f", v)
+end
 
 function M.render(chart)
   local tr = Chart.transform
@@ -83,8 +89,7 @@ function M.render(chart)
       local pts = {}
       for i = 1, #s.x do
         local x, y = s.x[i], s.y[i]
-        if x ~= nil and y ~= nil and x == x and y == y and (chart.xscale ~= "log" or x > 0)
-           and (chart.yscale ~= "log" or y > 0) then
+        if chart:drawable(x, y) then
           pts[#pts + 1] = f(px(x)) .. "," .. f(py(y))
         end
       end

@@ -25,6 +25,31 @@ local LEGEND_LINE = { ["-"] = "──", ["--"] = "╌╌", ["-."] = "─·", [":
 
 local function utf8_len(s) return utf8.len(s) or #s end
 
+-- The part of the segment (x0, y0)-(x1, y1) inside [-1, W] x [-1, H]
+-- (Liang-Barsky), or nil when none of it is.
+local function clip(x0, y0, x1, y1, W, H)
+  local t0, t1 = 0, 1
+  local dx, dy = x1 - x0, y1 - y0
+  local checks = { { -dx, x0 + 1 }, { dx, W - x0 }, { -dy, y0 + 1 }, { dy, H - y0 } }
+  for _, c in ipairs(checks) do
+    local p, q = c[1], c[2]
+    if p == 0 then
+      if q < 0 then return nil end
+    else
+      local r = q / p
+      if p < 0 then
+        if r > t1 then return nil end
+        if r > t0 then t0 = r end
+      else
+        if r < t0 then return nil end
+        if r < t1 then t1 = r end
+      end
+    end
+  end
+  return x0 + t0 * dx, y0 + t0 * dy, x0 + t1 * dx, y0 + t1 * dy
+end
+M.clip = clip
+
 local function pad_left(s, n) return string.rep(" ", n - utf8_len(s)) .. s end
 
 function M.render(chart, opts)
@@ -52,14 +77,12 @@ function M.render(chart, opts)
   local function to_dot(x, y)
     local fx = (tr(x, chart.xscale) - x0) / (x1 - x0)
     local fy = (tr(y, chart.yscale) - y0) / (y1 - y0)
-    return fx * (DW - 1), (1 - fy) * (DH - 1)
+    -- far points are pulled in to a million dots: the direction of their
+    -- line where it is seen barely changes, and clipping it stays exact
+    local function near(v) return math.max(-1e6, math.min(1e6, v)) end
+    return near(fx * (DW - 1)), near((1 - fy) * (DH - 1))
   end
-  local function valid(x, y)
-    if x ~= x or y ~= y then return false end
-    if chart.xscale == "log" and x <= 0 then return false end
-    if chart.yscale == "log" and y <= 0 then return false end
-    return true
-  end
+  local function valid(x, y) return chart:drawable(x, y) end
 
   local styles = {}
   for k = 1, #chart.series do
@@ -73,14 +96,17 @@ function M.render(chart, opts)
       local px, py
       for i = 1, #s.x do
         local x, y = s.x[i], s.y[i]
-        if x ~= nil and y ~= nil and valid(x, y) then
+        if valid(x, y) then
           local dx, dy = to_dot(x, y)
           if pat and px then
-            -- a line from the previous point, sampled every half dot
-            local n = math.max(1, math.ceil(math.max(math.abs(dx - px), math.abs(dy - py)) * 2))
+            -- a line from the previous point, sampled every half dot; only
+            -- its part inside the plot (a point far outside would make
+            -- the sampling endless)
+            local ax, ay, bx, by = clip(px, py, dx, dy, DW, DH)
+            local n = ax and math.max(1, math.ceil(math.max(math.abs(bx - ax), math.abs(by - ay)) * 2)) or 0
             for j = 1, n do
               local t = j / n
-              local qx, qy = px + (dx - px) * t, py + (dy - py) * t
+              local qx, qy = ax + (bx - ax) * t, ay + (by - ay) * t
               if j % 2 == 0 or j == n then
                 step = step + 1
                 if pat[(step - 1) % #pat + 1] == 1 then plot(math.floor(qx + 0.5), math.floor(qy + 0.5), k) end

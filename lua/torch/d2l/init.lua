@@ -414,9 +414,17 @@ end
 -- or tensor each, or lists of them (one per curve); with Y nil, X is
 -- plotted against 1, 2, ...; one X serves every Y. Returns nothing, as the
 -- book's (the chart is shown, not printed again as the cell's value).
-function d2l.plot(X, Y, opts)
+-- As the book, the axis labels may also come as plain arguments:
+-- plot(x, {f(x), g(x)}, 'x', 'f(x)'[, {legend = ...}]).
+function d2l.plot(X, Y, opts, ylabel, more)
   if type(Y) == "table" and not torch.is_tensor(Y) and getmetatable(Y) == nil and Y[1] == nil and next(Y) ~= nil then
     opts, Y = Y, nil   -- plot(X, {opts})
+  end
+  if type(opts) == "string" or (opts == nil and type(ylabel) == "string") then
+    local o = {}
+    for k, v in pairs(more or {}) do o[k] = v end
+    o.xlabel, o.ylabel = opts, ylabel
+    opts = o
   end
   local chart = Chart.new(opts or {}, "d2l.plot")
   local xs, ys
