@@ -407,8 +407,9 @@ mode 'error' proves. y_hat == y is `y_hat:eq(y)` in Lua.]],
           end },
         -- the loop ran under 'error' (in this cell or an earlier one of this step)
         { check = function(ctx)
-            if torch.cuda.get_sync_debug_mode() == 2 or (type(ctx.src) == "string" and ctx.src:find("'error'")
-                or ctx.src:find('"error"')) then
+            local src = type(ctx.src) == "string" and ctx.src or ""
+            if ctx.status == "ok" and (torch.cuda.get_sync_debug_mode() == 2 or src:find("'error'", 1, true)
+                or src:find('"error"', 1, true)) then
               rawset(ctx.env, "_lenet_loop_checked", true)
             end
             return rawget(ctx.env, "_lenet_loop_checked") == true,
