@@ -124,6 +124,16 @@ describe("gshell --lesson lenet", function()
     assert.are.equal("lenet\t11\n", state)
   end)
 
+  it("every step's setup works in a new session: resumed anywhere, nothing is missing", function()
+    for at = 2, 16 do
+      local out, err, code = lenet_from(at, { "" })
+      assert.are.equal(0, code, err)
+      assert.truthy(has(out, "Resuming at step " .. at .. " "), out)
+      assert.falsy(has(out, "could not make"), out)
+      assert.falsy(has(out, "setup failed"), out)
+    end
+  end)
+
   it("resumed at 'Look at it', X and y are made from one batch and the labels check passes", function()
     local out, err, code, state = lenet_from(3, {
       "labels = d2l.get_fashion_mnist_labels(y[{{1, 8}}]); d2l.show_images(X[{{1, 8}}]:reshape(8, 28, 28), 2, 4, {titles = labels})",
