@@ -437,6 +437,15 @@ describe("torchvision.transforms against torchvision's numbers", function()
     assert.are.same({ 9, 12 }, H.shape(s))
     assert.are.same(G.resize_u8_short9, s:tolist())
     close(G.resize_f64_8x10, T.Resize({ 8, 10 })(f:double())[1], 1e-15)
+    -- three channels: PyTorch rounds these through another kernel
+    local rgb = u8(G.rgb)
+    assert.are.same(G.resize_rgb_u8_11x13, T.Resize({ 11, 13 })(rgb):tolist())
+    assert.are.same(G.resize_rgb_f32_11x13, T.Resize({ 11, 13 })(rgb:float():div(255)):tolist())
+    -- a batch of them, and a batch of gray images, give each image's result
+    local b = T.Resize({ 11, 13 }):batch(torch.stack({ rgb, rgb }))
+    assert.are.same(G.resize_rgb_u8_11x13, b[2]:tolist())
+    local g = T.Resize({ 11, 13 }):batch(torch.stack({ img, img, img }))
+    assert.are.same(G.resize_u8_11x13, g[3]:tolist())
   end)
 
   it("Resize(96) then ToTensor on the first Fashion-MNIST image, as the book's loader does", function()
