@@ -4,6 +4,7 @@
  * which keeps both speed and accuracy. */
 #include <math.h>
 #include <stdlib.h>
+#include "backend/cpu/cpu_reduce.h"
 #include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_parallel.h"
