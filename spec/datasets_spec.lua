@@ -258,6 +258,7 @@ describe("torchvision.datasets.FashionMNIST", function()
     train = tv.datasets.FashionMNIST({ train = true })
     test = tv.datasets.FashionMNIST({ train = false })
   end)
+  teardown(function() train, test = nil, nil; collectgarbage(); collectgarbage() end)
 
   it("holds the training and test sets as uint8 images and 1-based int64 targets", function()
     assert.are.equal(60000, #train)
@@ -495,6 +496,8 @@ end)
 describe("DataLoader over FashionMNIST", function()
   local ds
   setup(function() ds = tv.datasets.FashionMNIST({ train = true, transform = T.ToTensor() }) end)
+  -- the next spec files start without this file's data sets in memory
+  teardown(function() ds = nil; collectgarbage(); collectgarbage() end)
 
   it("has #loader batches with the right shapes, and drop_last", function()
     local loader = DataLoader(ds, { batch_size = 256 })
