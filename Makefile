@@ -124,8 +124,11 @@ $(BUILD)/torch.so: $(ENGINE_OBJS) tools/torch.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=tools/torch.map -o $@ $(ENGINE_OBJS) $(LDLIBS)
 
 # require("torchvision") in stock lua5.4 finds this link to torch.so
-# (luaopen_torchvision; the data sets, issue 21).
+# (luaopen_torchvision; the data sets, issue 21); the specs' torch.so gets
+# its own, so both names load the same library there too.
 $(BUILD)/torchvision.so: $(BUILD)/torch.so
+	ln -sf torch.so $@
+$(BUILD)/spec/torchvision.so: $(SPEC_TORCH)
 	ln -sf torch.so $@
 
 # Objects are rebuilt when the flags change (CUDA on/off, WERROR, ...).
@@ -160,7 +163,7 @@ $(BUILD)/cu $(BUILD)/gen $(BUILD)/bin:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
 
-test: all $(SPEC_TORCH)
+test: all $(SPEC_TORCH) $(BUILD)/spec/torchvision.so
 	@sh tools/install-deps.sh --test
 	@sh tools/run_specs.sh $(BUILD)
 

@@ -258,6 +258,7 @@ describe("torchvision.datasets.FashionMNIST", function()
     train = tv.datasets.FashionMNIST({ train = true })
     test = tv.datasets.FashionMNIST({ train = false })
   end)
+  teardown(function() train, test = nil, nil; collectgarbage(); collectgarbage() end)
 
   it("holds the training and test sets as uint8 images and 1-based int64 targets", function()
     assert.are.equal(60000, #train)
@@ -437,6 +438,15 @@ describe("torchvision.transforms against torchvision's numbers", function()
     assert.are.same({ 9, 12 }, H.shape(s))
     assert.are.same(G.resize_u8_short9, s:tolist())
     close(G.resize_f64_8x10, T.Resize({ 8, 10 })(f:double())[1], 1e-15)
+    -- three channels: PyTorch rounds these through another kernel
+    local rgb = u8(G.rgb)
+    assert.are.same(G.resize_rgb_u8_11x13, T.Resize({ 11, 13 })(rgb):tolist())
+    assert.are.same(G.resize_rgb_f32_11x13, T.Resize({ 11, 13 })(rgb:float():div(255)):tolist())
+    -- a batch of them, and a batch of gray images, give each image's result
+    local b = T.Resize({ 11, 13 }):batch(torch.stack({ rgb, rgb }))
+    assert.are.same(G.resize_rgb_u8_11x13, b[2]:tolist())
+    local g = T.Resize({ 11, 13 }):batch(torch.stack({ img, img, img }))
+    assert.are.same(G.resize_u8_11x13, g[3]:tolist())
   end)
 
   it("Resize(96) then ToTensor on the first Fashion-MNIST image, as the book's loader does", function()
@@ -486,6 +496,8 @@ end)
 describe("DataLoader over FashionMNIST", function()
   local ds
   setup(function() ds = tv.datasets.FashionMNIST({ train = true, transform = T.ToTensor() }) end)
+  -- the next spec files start without this file's data sets in memory
+  teardown(function() ds = nil; collectgarbage(); collectgarbage() end)
 
   it("has #loader batches with the right shapes, and drop_last", function()
     local loader = DataLoader(ds, { batch_size = 256 })

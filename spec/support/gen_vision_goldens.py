@@ -35,6 +35,12 @@ f = T.ToTensor()(img.numpy())
 out["resize_f32_11x13"] = T.Resize((11, 13))(f).squeeze(0).tolist()
 out["resize_f32_3x4"] = T.Resize((3, 4))(f).squeeze(0).tolist()    # downscaling, no antialias
 out["resize_u8_short9"] = T.Resize(9)(img.unsqueeze(0)).squeeze(0).tolist()  # shorter side 9: 9 x 12
+# three channels (PyTorch's generic kernel, rounded differently from one
+# channel): float32 CxHxW and uint8 CxHxW
+rgb = torch.stack([image(5, 7, 3), image(5, 7, 50), image(5, 7, 101)])
+out["rgb"] = rgb.tolist()
+out["resize_rgb_u8_11x13"] = T.Resize((11, 13))(rgb).tolist()
+out["resize_rgb_f32_11x13"] = T.Resize((11, 13))(rgb.float() / 255).tolist()
 f64 = f.double()
 out["resize_f64_8x10"] = T.Resize((8, 10))(f64).squeeze(0).tolist()
 # Normalize on a 2-channel float image

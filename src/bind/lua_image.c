@@ -32,12 +32,13 @@ static int l_read_idx_cached(lua_State *L) {
   return 2;
 }
 
-/* torch._resize_bilinear(x, h, w): x (..., H, W) resized to (..., h, w). */
+/* torch._resize_bilinear(x, h, w[, channels = 1]): x (..., H, W) resized
+ * to (..., h, w); channels: of each image (gs_image.h). */
 static int l_resize_bilinear(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1);
-  lua_Integer h = luaL_checkinteger(L, 2), w = luaL_checkinteger(L, 3);
+  lua_Integer h = luaL_checkinteger(L, 2), w = luaL_checkinteger(L, 3), c = luaL_optinteger(L, 4, 1);
   gs_tensor *y;
-  if (gs_resize_bilinear(x, h, w, &y) != GS_OK) return luaL_error(L, "%s", gs_last_error());
+  if (gs_resize_bilinear(x, h, w, c, &y) != GS_OK) return luaL_error(L, "%s", gs_last_error());
   gsL_pushtensor(L, y);
   return 1;
 }

@@ -1,12 +1,18 @@
 /* gs_image.c: bilinear resize of CPU images (gs_image.h). The source
  * positions and weights of every output column and row are computed once
  * (they are the same for every image of a batch), then each output pixel
- * blends its four source pixels. The arithmetic is that of PyTorch's CPU
- * kernel for one-channel images (the data sets' gray images; PyTorch runs
- * its channels-last kernel on them), found by matching its results bit for
- * bit: the scale in/out in float, source positions in double, weights
- * rounded to float, the four weight products in float, the sum in double.
- * Rows are spread over the CPU's worker threads. */
+ * blends its four source pixels. The arithmetic is PyTorch's (1.13, on
+ * x86-64 with AVX2), found by matching its results bit for bit. Both of
+ * its kernels take the scale in/out in float, source positions in double
+ * and weights rounded to float; then
+ *   - one-channel images (the data sets' gray images) go through its
+ *     channels-last kernel: the four weight products in float, their sum
+ *     with the pixels in double;
+ *   - images of several channels go through its generic kernel: a blend
+ *     along the width, then along the height, each a*wa + b*wb with the
+ *     first product fused (fmaf), as the compiler contracts it.
+ * float64 images use double throughout. Rows are spread over the CPU's
+ * worker threads. */
 #include "io/gs_image.h"
 #include <math.h>
 #include <stdlib.h>
@@ -48,11 +54,12 @@ typedef struct {
   gs_dtype dt;
   int64_t ih, iw, oh, ow;
   const tap *th, *tw;
+  bool generic; /* several channels: PyTorch's generic kernel */
 } job;
 
 /* One output row of each dtype; T: the pixel type, W: the weights' type
- * (float for uint8 and float32 images, as PyTorch's kernel), STORE: how
- * the double sum becomes an output pixel. */
+ * (float for uint8 and float32 images, as PyTorch's kernels), STORE: how
+ * the value v becomes an output pixel. */
 #define RESIZE_ROW(NAME, T, W, STORE)                                                          \
   static void NAME(const job *j, int64_t a, int64_t b, const tap *h, void *dst) {              \
     const T *s = j->src;                                                                       \
@@ -67,10 +74,28 @@ typedef struct {
       STORE;                                                                                   \
     }                                                                                          \
   }
+/* The generic kernel's row (float work for uint8 and float32 pixels). */
+#define RESIZE_ROW_GENERIC(NAME, T, STORE)                                                     \
+  static void NAME(const job *j, int64_t a, int64_t b, const tap *h, void *dst) {              \
+    const T *s = j->src;                                                                       \
+    T *d = dst;                                                                                \
+    float hw0 = (float)h->w0, hw1 = (float)h->w1;                                              \
+    for (int64_t x = 0; x < j->ow; x++) {                                                      \
+      const tap *w = &j->tw[x];                                                                \
+      float ww0 = (float)w->w0, ww1 = (float)w->w1;                                            \
+      float t0 = fmaf((float)s[a + w->i0], ww0, (float)s[a + w->i1] * ww1);                    \
+      float t1 = fmaf((float)s[b + w->i0], ww0, (float)s[b + w->i1] * ww1);                    \
+      float v = fmaf(t0, hw0, t1 * hw1);                                                       \
+      STORE;                                                                                   \
+    }                                                                                          \
+  }
+/* uint8: the float32 result rounded half to even (torch.round), then cast */
+#define STORE_U8 float f = nearbyintf((float)v); d[x] = (uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f)
 RESIZE_ROW(row_f64, double, double, d[x] = v)
 RESIZE_ROW(row_f32, float, float, d[x] = (float)v)
-/* uint8: the float32 result rounded half to even (torch.round), then cast */
-RESIZE_ROW(row_u8, uint8_t, float, float f = nearbyintf((float)v); d[x] = (uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f))
+RESIZE_ROW(row_u8, uint8_t, float, STORE_U8)
+RESIZE_ROW_GENERIC(row_f32_generic, float, d[x] = v)
+RESIZE_ROW_GENERIC(row_u8_generic, uint8_t, STORE_U8)
 
 /* Output rows [begin, end) over all planes: row r is line r % oh of
  * plane r / oh. */
@@ -83,12 +108,12 @@ static void rows(int64_t begin, int64_t end, void *ctx) {
     int64_t a = (plane * j->ih + h->i0) * j->iw, b = (plane * j->ih + h->i1) * j->iw;
     char *dst = (char *)j->dst + (size_t)(r * j->ow) * isz;
     if (j->dt == GS_FLOAT64) row_f64(j, a, b, h, dst);
-    else if (j->dt == GS_FLOAT32) row_f32(j, a, b, h, dst);
-    else row_u8(j, a, b, h, dst);
+    else if (j->dt == GS_FLOAT32) (j->generic ? row_f32_generic : row_f32)(j, a, b, h, dst);
+    else (j->generic ? row_u8_generic : row_u8)(j, a, b, h, dst);
   }
 }
 
-gs_status gs_resize_bilinear(const gs_tensor *x, int64_t oh, int64_t ow, gs_tensor **out) {
+gs_status gs_resize_bilinear(const gs_tensor *x, int64_t oh, int64_t ow, int64_t channels, gs_tensor **out) {
   if (!gs_tensor_on_cpu(x))
     return gs_error("resize: expected a CPU tensor (data transforms run on the host), got one on a device");
   if (x->dtype != GS_UINT8 && x->dtype != GS_FLOAT32 && x->dtype != GS_FLOAT64)
@@ -119,7 +144,7 @@ gs_status gs_resize_bilinear(const gs_tensor *x, int64_t oh, int64_t ow, gs_tens
   bool single = x->dtype != GS_FLOAT64;
   taps(ih, oh, single, th);
   taps(iw, ow, single, tw);
-  job j = {gs_tensor_ptr(c), gs_tensor_ptr(y), x->dtype, ih, iw, oh, ow, th, tw};
+  job j = {gs_tensor_ptr(c), gs_tensor_ptr(y), x->dtype, ih, iw, oh, ow, th, tw, channels > 1};
   if (planes * oh > 0) s = gs_parallel_for(planes * oh, planes * oh * ow * 8, rows, &j);
   free(th), free(tw);
   gs_tensor_release(c);

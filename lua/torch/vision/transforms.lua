@@ -95,15 +95,20 @@ function Resize:output_size(h, w)
   return math.floor(s * h / w), s
 end
 
-function Resize:apply(x)
+-- channels: of each image, so the C code rounds as PyTorch does for one
+-- channel or several (an image is HxW or CxHxW; a batch BxHxW of gray
+-- images or BxCxHxW).
+local function resize(self, x, batch)
   check_image(x, "Resize")
   if x:dim() < 2 then fail("Resize: expected an image (..., H, W), got " .. E.describe(x)) end
   local ih, iw = x:size(x:dim() - 1), x:size(x:dim())
   if ih < 1 or iw < 1 then fail(string.format("Resize: the input image is empty (%d x %d)", ih, iw)) end
   local h, w = self:output_size(ih, iw)
-  return torch._resize_bilinear(x, h, w)
+  local channels = x:dim() >= (batch and 4 or 3) and x:size(x:dim() - 2) or 1
+  return torch._resize_bilinear(x, h, w, channels)
 end
-Resize.batch = Resize.apply
+function Resize:apply(x) return resize(self, x, false) end
+function Resize:batch(x) return resize(self, x, true) end
 function Resize:__tostring()
   local s = self.size
   return "Resize(size=" .. (type(s) == "table" and ("{" .. s[1] .. ", " .. s[2] .. "}") or tostring(s)) .. ", bilinear)"
