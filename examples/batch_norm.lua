@@ -15,7 +15,19 @@
 -- 10000 test images), each net. The short mode: 1 epoch, 512 training and
 -- 256 test images.
 --
--- MEASURED here: see MEASURED_BN below.
+-- MEASURED here, the default run (2 epochs, 10000 training images, all
+-- 10000 test images) on 2 simulated GPUs, 29 s in all on a 2-core machine
+-- shared with other jobs:
+--   from scratch vs nn.BatchNorm2d: outputs differ by 2.4e-07, moving means by 1.5e-08
+--   from scratch: loss 0.968, train acc 0.659, test acc 0.618
+--                 1419.1 examples/sec on cuda:0
+--   concise:      loss 0.968, train acc 0.659, test acc 0.618
+--                 2459.3 examples/sec on cuda:0
+-- (the same seed gives both nets the same start and batches; they differ
+-- in rounding, and in the moving variance: the book's is the biased one,
+-- PyTorch's the unbiased one). After the first epoch the test accuracy is
+-- still 0.11 while the training accuracy is 0.56: with lr 1.0 the weights
+-- move faster than the moving averages follow.
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")
