@@ -24,7 +24,19 @@
 -- on a share of this machine's cores). The short mode: 4 products of
 -- 128x128 matrices.
 --
--- MEASURED here: see MEASURED_ASYNC below.
+-- MEASURED here, the default (10 products of 512x512, best of 5 runs of
+-- each), on a 2-core machine that other jobs kept busy (load average
+-- about 12), about 10 s a run. The queuing is clear and steady: on a
+-- simulated cuda:0 the clock alone saw 0.06 ms for what took 600 ms with
+-- synchronize() (on the cpu, without a GPU, the clock alone saw 541 ms:
+-- each op is done when it returns). The rest moved from run to run with
+-- the other jobs' load, over three runs on 2 simulated GPUs:
+--   GPU1 time 103..154 ms, GPU2 time 99..111 ms, GPU1 & GPU2 142..200 ms:
+--   both at once took 63%, 74% and 93% of the two in sequence (two
+--   devices need two idle cores to run at once; here they seldom were);
+--   Run on GPU1 66..163 ms, Copy to CPU 5..20 ms, run and copy together
+--   19% to 148% of the run then the copy: the noise is larger than the
+--   copies.
 torch = torch or require("torch")
 d2l = d2l or require("d2l")
 
@@ -45,7 +57,7 @@ end
 
 -- The best of TRIES runs of fn, in seconds, each started on idle devices
 -- (this machine is shared: the best run is the least disturbed one).
-local TRIES = QUICK and 1 or 3
+local TRIES = QUICK and 1 or 5
 local function timed(label, fn)
   local best = math.huge
   for _ = 1, TRIES do
