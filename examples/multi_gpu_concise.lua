@@ -5,8 +5,9 @@
 -- slice per device, runs a replica of the net on each and gathers the
 -- outputs on the first; the gradients flow back to the one set of
 -- parameters there, so there is nothing to all-reduce by hand.
--- train(net, num_gpus, batch_size, lr) prints the book's line
--- "test acc: 0.91, 12.2 sec/epoch on [device(type='cuda', index=0)]".
+-- train(net, num_gpus, batch_size, lr) prints the book's closing line,
+-- "test acc: 0.12, 44.7 sec/epoch on [cuda:0]" (gshell writes a device
+-- cuda:0 where the book prints Python's str() of its list of devices).
 --
 --   build/gshell --sim-gpus 2 examples/multi_gpu_concise.lua [train images] [epochs]
 --   build/gshell examples/multi_gpu_concise.lua           (no GPU: the cpu)
@@ -25,12 +26,12 @@
 -- 2-core machine shared with other jobs (load average about 12):
 --   test acc: 0.12, 44.7 sec/epoch on [cuda:0]
 --   test acc: 0.09, 56.7 sec/epoch on [cuda:0, cuda:1]
--- (8 and 4 steps: no learning to speak of; the book reaches 0.9.) Two
+-- (8 and 4 steps: no learning to speak of, unlike the book's 10 epochs
+-- over all the data.) Two
 -- simulated GPUs were slower than one here: each computes on a share of
 -- the same two cores, which other jobs kept busy, and every step also
 -- copies the 11 million parameters to the second device (DataParallel's
--- replicate) and splits and gathers the batch. On two real GPUs the book
--- sees the time per epoch fall.
+-- replicate) and splits and gathers the batch.
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")

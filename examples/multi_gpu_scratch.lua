@@ -5,8 +5,9 @@
 -- each minibatch is cut into one slice per device (split_batch), each
 -- device computes the gradients of its slice, allreduce sums them so that
 -- every copy takes the same SGD step (d2l.sgd). train(num_gpus,
--- batch_size, lr) trains on Fashion-MNIST and prints the book's line
--- "test acc: 0.80, 2.7 sec/epoch on [device(type='cuda', index=0)]".
+-- batch_size, lr) trains on Fashion-MNIST and prints the book's closing
+-- line, "test acc: 0.73, 124.7 sec/epoch on [cuda:0]" (the book prints
+-- Python's str() of its list of devices; gshell writes a device cuda:0).
 --
 --   build/gshell --sim-gpus 2 examples/multi_gpu_scratch.lua [epochs] [train images]
 --   build/gshell examples/multi_gpu_scratch.lua           (no GPU: the cpu)
@@ -28,8 +29,8 @@
 --   0.645, 0.743 on two;
 --   test acc: 0.73, 124.7 sec/epoch on [cuda:0]
 --   test acc: 0.74, 87.1 sec/epoch on [cuda:0, cuda:1]
--- (the book, 10 epochs on real GPUs: test acc 0.80 on one GPU and on two,
--- where its small LeNet gains little from the second GPU).
+-- (the book trains 10 epochs on real GPUs, and remarks that a model this
+-- small gains little from a second GPU).
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")

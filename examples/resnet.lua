@@ -22,8 +22,8 @@
 -- simulated GPUs, 80 s in all on a 2-core machine shared with other jobs:
 --   loss 2.653, train acc 0.275, test acc 0.156
 --   7.6 examples/sec on cuda:0
--- (8 steps: far from the book's 10 epochs, whose test accuracy is about
--- 0.9; the test accuracy is still near one class in ten).
+-- (8 steps, far from the book's 10 epochs over all the data: the test
+-- accuracy is still near one class in ten).
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")
