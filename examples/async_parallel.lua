@@ -55,8 +55,9 @@ local function sync(dev)
   end
 end
 
--- The best of TRIES runs of fn, in seconds, each started on idle devices
--- (this machine is shared: the best run is the least disturbed one).
+-- The book's `with d2l.Benchmark('label'):` scopes, repeated: the best of
+-- TRIES runs of fn, in seconds, each started on idle devices (this machine
+-- is shared: the best run is the least disturbed one).
 local TRIES = QUICK and 1 or 5
 local function timed(label, fn)
   local best = math.huge
