@@ -251,6 +251,19 @@ describe("d2l's small helpers", function()
     assert.matches("cuda.*1", tostring(Xs[2].device))
     assert.error_matches(function() d2l.split_batch(X, torch.arange(5), devs) end, "6 rows and y 5")
   end)
+  -- examples: the multi-GPU examples run on a machine without a GPU, where
+  -- try_all_gpus() is {cpu} and try_gpu(1) the cpu as well
+  it("split_batch on the cpu (no GPU) cuts the same slices as on GPUs", function()
+    local X, y = torch.arange(14):reshape(7, 2), torch.arange(7)
+    local Xs, ys = d2l.split_batch(X, y, { torch.device("cpu") })
+    assert.equal(1, #Xs)
+    assert.is_true(Xs[1]:equal(X) and ys[1]:equal(y))
+    Xs, ys = d2l.split_batch(X, y, { "cpu", "cpu" })
+    assert.equal(2, #Xs)
+    assert.are.same({ { 0, 1 }, { 2, 3 }, { 4, 5 }, { 6, 7 } }, Xs[1]:tolist())
+    assert.are.same({ 4, 5, 6 }, ys[2]:tolist())
+    assert.equal("cpu", Xs[2].device.type)
+  end)
   it("allreduce leaves the sum on every device", function()
     if not two_gpus() then return end
     local data = { torch.tensor({ 1.0, 2.0 }, { device = "cuda:0" }), torch.tensor({ 10.0, 20.0 }, { device = "cuda:1" }) }

@@ -222,15 +222,19 @@ describe("the scaling examples", function()
     return out
   end
 
+  -- examples: the two scripts are now the book's chapters on Fashion-MNIST
+  -- (LeNet from scratch, ResNet-18 in DataParallel), minutes long in full;
+  -- here their short mode, which trains too little to learn: the from-scratch
+  -- one asserts that the copies on both devices stay equal (exit 0 says they
+  -- did), and each prints the book's closing line for one device and two.
+  -- Their full runs' accuracies are in their headers.
   it("train from scratch and with DataParallel on 2 simulated GPUs", function()
-    local out = run(build .. "/gshell --sim-gpus 2 examples/multi_gpu_scratch.lua")
-    assert.truthy(out:find("replicas identical on 2 device(s)", 1, true), out)
-    assert.truthy(out:find("exit=0", 1, true), out)
-    local acc = tonumber(out:match("epoch 5: accuracy ([%d.]+)"))
-    assert(acc and acc > 0.75, out)
-    out = run(build .. "/gshell --sim-gpus 2 examples/multi_gpu_concise.lua")
-    acc = tonumber(out:match("epoch 5: accuracy ([%d.]+), [%d.]+ s on 2 device%(s%)"))
-    assert(acc and acc > 0.75, out)
+    for _, script in ipairs({ "multi_gpu_scratch.lua", "multi_gpu_concise.lua" }) do
+      local out = run("GSHELL_EXAMPLE_QUICK=1 " .. build .. "/gshell --sim-gpus 2 examples/" .. script)
+      assert.truthy(out:find("exit=0", 1, true), out)
+      assert.truthy(out:find("\ntest acc: [%d.]+, [%d.]+ sec/epoch on %[cuda:0%]\n"), out)
+      assert.truthy(out:find("\ntest acc: [%d.]+, [%d.]+ sec/epoch on %[cuda:0, cuda:1%]\n"), out)
+    end
   end)
 
   it("train with DDP over 2 processes", function()

@@ -14,9 +14,12 @@ local function scripts()
   return list
 end
 
--- no GPU: no simulated ones and no real ones either
-local CPU_ONLY = { GSHELL_SIM_GPUS = "0", CUDA_VISIBLE_DEVICES = "" }
-local TWO_SIM = { GSHELL_SIM_GPUS = "2", CUDA_VISIBLE_DEVICES = "" }
+-- no GPU: no simulated ones and no real ones either. GSHELL_EXAMPLE_QUICK
+-- puts the book's training examples (lenet, batch_norm, resnet,
+-- async_parallel, multi_gpu_*) in their short mode: a few batches of a
+-- small subset, 1 epoch; the other scripts ignore it.
+local CPU_ONLY = { GSHELL_SIM_GPUS = "0", CUDA_VISIBLE_DEVICES = "", GSHELL_EXAMPLE_QUICK = "1" }
+local TWO_SIM = { GSHELL_SIM_GPUS = "2", CUDA_VISIBLE_DEVICES = "", GSHELL_EXAMPLE_QUICK = "1" }
 
 describe("examples/", function()
   local list = scripts()
@@ -42,12 +45,75 @@ describe("examples/", function()
     return table.concat(rest, "\n")
   end
 
+  -- What the book's chapters print in their short mode, checked on the
+  -- output of the runs above (dev: "cuda:0" on simulated GPUs, "cpu"
+  -- without; second: the second device, "cuda:1" or "cpu").
+  local num = "%d+%.%d+"
+  local function closing_lines(out, dev)
+    assert.truthy(has(out, "training on " .. dev .. "\n"), out)
+    assert.truthy(out:find("\nloss " .. num .. ", train acc " .. num .. ", test acc " .. num .. "\n"), out)
+    assert.truthy(out:find("\n" .. num .. " examples/sec on " .. dev:gsub("%p", "%%%0") .. "\n"), out)
+  end
+  local function multi_gpu_lines(out, dev, second)
+    for _, devs in ipairs({ "[" .. dev .. "]", "[" .. dev .. ", " .. second .. "]" }) do
+      local pattern = "\ntest acc: " .. num .. ", " .. num .. " sec/epoch on " .. devs:gsub("%p", "%%%0") .. "\n"
+      assert.truthy(out:find(pattern), devs .. " line missing:\n" .. out)
+    end
+  end
+  local CHECKS = {
+    ["lenet.lua"] = function(out, dev)
+      -- the book's loop over the layers, then train_ch6's lines
+      assert.truthy(has(out, "AvgPool2d    output shape: \ttorch.Size([1, 16, 5, 5])"), out)
+      assert.truthy(has(out, "Linear       output shape: \ttorch.Size([1, 10])"), out)
+      closing_lines(out, dev)
+    end,
+    ["batch_norm.lua"] = function(out, dev)
+      assert.truthy(out:find("from scratch vs nn%.BatchNorm2d: outputs differ by [%d.e+-]+, moving means by"), out)
+      local _, trainings = out:gsub("training on " .. dev:gsub("%p", "%%%0"), "")
+      assert.are.equal(2, trainings, out)
+      assert.truthy(has(out, "-- LeNet with nn.BatchNorm2d and nn.BatchNorm1d"), out)
+      closing_lines(out, dev)
+    end,
+    ["resnet.lua"] = function(out, dev)
+      assert.truthy(has(out, "Residual(3, 6, use_1x1conv, strides 2):\ttorch.Size([4, 6, 3, 3])"), out)
+      assert.truthy(has(out, "Sequential         output shape:\ttorch.Size([1, 512, 3, 3])"), out)
+      closing_lines(out, dev)
+    end,
+    ["async_parallel.lua"] = function(out, dev)
+      local queued = tonumber(out:match(dev:gsub("%p", "%%%0") .. ", clock only%s+([%d.]+) ms"))
+      local done = tonumber(out:match("clock around synchronize%(%)%s+([%d.]+) ms"))
+      assert.truthy(queued and done, out)
+      assert.truthy(out:find("GPU1 & GPU2%s+[%d.]+ ms"), out)
+      assert.truthy(out:find("Run on GPU1 and copy to CPU%s+[%d.]+ ms"), out)
+      if dev == "cpu" then
+        assert.truthy(has(out, "no GPU: copies between host memories need no pinning"), out)
+      else
+        assert.truthy(has(out, "z =\ttensor([[3., 3.]], device='cuda:0')"), out)
+        assert.truthy(has(out, "copy done after copied:synchronize():\ttrue"), out)
+      end
+    end,
+    ["multi_gpu_scratch.lua"] = function(out, dev, second)
+      assert.truthy(has(out, "after allreduce:\n\ttensor([[3., 3.]]"), out)
+      assert.truthy(has(out, "b1 grad:\tnil"), out)
+      multi_gpu_lines(out, dev, second)
+    end,
+    ["multi_gpu_concise.lua"] = function(out, dev, second)
+      assert.truthy(has(out, "ResNet-18: 76 parameter tensors"), out)
+      multi_gpu_lines(out, dev, second)
+    end,
+  }
+
   for _, path in ipairs(list) do
     for mode, env in pairs({ ["2 simulated GPUs"] = TWO_SIM, ["no GPU"] = CPU_ONLY }) do
       it(path .. " runs on " .. mode, function()
         local out, err, code = R.run({ path }, "", env)
         assert.are.equal(0, code, path .. " failed:\n" .. out .. err)
         assert.are.equal("", unexpected_stderr(path, err), path .. " wrote to stderr:\n" .. err)
+        local check = CHECKS[path:match("([^/]+)$")]
+        if check then
+          local gpus = env == TWO_SIM
+          check(out, gpus and "cuda:0" or "cpu", gpus and "cuda:1" or "cpu")
+        end
       end)
     end
   end

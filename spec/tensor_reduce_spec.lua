@@ -485,4 +485,39 @@ describe("float32 sums of many elements stay accurate", function()
     check(torch.zeros(3, 4, 0):sum(2), "float32", { 3, 0 }, { {}, {}, {} })
     check(torch.zeros(0, 4, 5):sum(2), "float32", { 0, 5 }, {})
   end)
+  -- examples (issue 21): the book's X.mean(dim=(0, 2, 3), keepdim=True)
+  -- in batch norm from scratch is x:mean({1, 3, 4}, true)
+  it("sum and mean over a list of dims, with and without keepdim, and their gradient", function()
+    local function dims(t)
+      local r = {}
+      for i = 1, t:dim() do r[i] = t:size(i) end
+      return r
+    end
+    local x = torch.arange(2 * 3 * 4 * 5, { dtype = torch.float64 }):reshape(2, 3, 4, 5)
+    local v = x:tolist()
+    -- reference: loops over the nested lists, channel (dim 2) by channel
+    local sums = { 0, 0, 0 }
+    for a = 1, 2 do for c = 1, 3 do for h = 1, 4 do for w = 1, 5 do
+      sums[c] = sums[c] + v[a][c][h][w]
+    end end end end
+    local m = x:mean({ 1, 3, 4 }, true)
+    assert.are.same({ 1, 3, 1, 1 }, dims(m))
+    H.assert_close(m:reshape(-1):tolist(), { sums[1] / 40, sums[2] / 40, sums[3] / 40 }, 1e-12, 1e-12)
+    local s = x:sum({ 4, 1, 3 })  -- any order; dims dropped without keepdim
+    assert.are.same({ 3 }, dims(s))
+    H.assert_close(s:tolist(), sums, 1e-12, 1e-12)
+    assert.are.same({ 2, 4 }, dims(x:sum({ -1, 2 })))
+    -- the list form is the same as one dim at a time
+    assert.is_true(x:mean({ 2 }, true):equal(x:mean(2, true)))
+    -- gradient: each element counts 1/40 in its channel's mean
+    local g = x:clone():requires_grad_()
+    g:mean({ 1, 3, 4 }):sum():backward()
+    H.assert_close(g.grad:reshape(-1):tolist()[1], 1 / 40, 1e-15, 1e-15)
+    assert.is_true(g.grad:eq(1 / 40):all():item())
+    -- mistakes are named rather than reducing over everything
+    assert.error_matches(function() x:mean({ 1, 1 }) end, "dim 1 appears more than once")
+    assert.error_matches(function() x:prod({ 1, 2 }) end, "list of dims is supported by sum and mean only")
+    assert.error_matches(function() x:var({ 1, 2 }) end, "list of dims is supported by sum and mean only")
+    assert.error_matches(function() x:mean({ 1, 5 }) end, "Dimension out of range")
+  end)
 end)

@@ -146,11 +146,54 @@ static int m_normal_(lua_State *L) {
 /* ---- reductions ---- */
 
 /* Reads (dim, keepdim) at positions 2 and 3; dim -1 (engine) = all. */
+/* examples (issue 21): x:sum({1, 3, 4}[, keepdim]) and x:mean(...), the
+ * book's X.mean(dim=(0, 2, 3), keepdim=True). Each listed dim is reduced
+ * in turn and kept (so the other dims keep their numbers), then the
+ * listed dims are dropped unless keepdim: a mean of equal-sized means is
+ * the mean over all of them. Every intermediate result sits on the Lua
+ * stack, so an error leaks nothing. */
+static int is_dim_list(lua_State *L) { return lua_type(L, 2) == LUA_TTABLE && lua_rawlen(L, 2) > 0; }
+
+static int reduce_dim_list(lua_State *L, gs_tensor *x, bool mean) {
+  const char *name = mean ? "mean" : "sum";
+  int n = (int)lua_rawlen(L, 2);
+  bool seen[GS_MAX_DIMS] = {false};
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, 2, k);
+    int d = gsL_checkdim(L, lua_gettop(L), x->ndim);
+    lua_pop(L, 1);
+    if (x->ndim == 0) return luaL_error(L, "%s: a 0-dimensional tensor has no dims to list", name);
+    if (seen[d]) return luaL_error(L, "%s: dim %d appears more than once in the list of dims", name, d + 1);
+    seen[d] = true;
+  }
+  bool keepdim = lua_toboolean(L, 3);
+  int ndim = x->ndim;
+  lua_settop(L, 1);
+  for (int d = 0; d < ndim; d++) {
+    if (!seen[d]) continue;
+    gs_tensor *cur = gsL_checktensor(L, -1), *r;
+    gsL_check(L, mean ? gs_ag_mean(cur, d, true, &r) : gs_ag_sum(cur, d, true, &r));
+    gsL_pushtensor(L, r);
+  }
+  for (int d = ndim - 1; d >= 0 && !keepdim; d--) {
+    if (!seen[d]) continue;
+    gs_tensor *cur = gsL_checktensor(L, -1), *r;
+    gsL_check(L, gs_ag_squeeze(cur, d, &r));
+    gsL_pushtensor(L, r);
+  }
+  return 1;
+}
+
 static int reduce_dim(lua_State *L, gs_tensor *x, bool *keepdim, const char *name) {
   bool var = strcmp(name, "var") == 0 || strcmp(name, "std") == 0;
   static const char *const keys[] = {"dim", "keepdim"}, *const var_keys[] = {"dim", "keepdim", "correction", "unbiased"};
   int d = -1;
   *keepdim = false;
+  /* examples: a list of dims would otherwise read as an options table
+   * without options, and reduce over everything without a word */
+  if (is_dim_list(L))
+    luaL_error(L, "%s: a list of dims is supported by sum and mean only; reduce one dim at a time "
+               "(x:%s(d[, keepdim]))", name, name);
   if (lua_istable(L, 2)) { /* sum({dim=, keepdim=}) */
     if (var) gsL_checkoptions(L, 2, name, var_keys, GSL_NKEYS(var_keys));
     else gsL_checkoptions(L, 2, name, keys, GSL_NKEYS(keys));
@@ -176,6 +219,7 @@ static int reduce(lua_State *L) {
     return gsL_binary(L, op == GS_R_MAX ? GS_B_MAXIMUM : GS_B_MINIMUM);
   }
   static const char *const rnames[GS_R_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin"};
+  if (op == GS_R_SUM && is_dim_list(L)) return reduce_dim_list(L, x, false); /* examples */
   bool keepdim;
   int d = reduce_dim(L, x, &keepdim, rnames[op]);
   bool pair = (op == GS_R_MAX || op == GS_R_MIN) && d >= 0;
@@ -198,6 +242,7 @@ static int reduce(lua_State *L) {
 
 static int m_mean(lua_State *L) {
   gs_tensor *x = gsL_checktensor(L, 1), *r;
+  if (is_dim_list(L)) return reduce_dim_list(L, x, true); /* examples */
   bool keepdim;
   int d = reduce_dim(L, x, &keepdim, "mean");
   gsL_check(L, gs_ag_mean(x, d, keepdim, &r));

@@ -318,6 +318,30 @@ function d2l.split_batch(X, y, devices)
   if X:size(1) ~= y:size(1) then
     fail(string.format("d2l.split_batch: X has %d rows and y %d; they must match", X:size(1), y:size(1)))
   end
+  -- examples: without CUDA devices (try_all_gpus() is {cpu} on a machine
+  -- without a GPU, and try_gpu(1) the cpu) comm.scatter refuses the cpu,
+  -- so the slices are cut the same way (chunk sizes of ceil(n / #devices))
+  -- and moved one by one.
+  if type(devices) == "table" then
+    local any_cpu = false
+    for _, d in ipairs(devices) do
+      local ok, dev = pcall(torch.device, d)
+      if ok and dev.type == "cpu" then any_cpu = true end
+    end
+    if any_cpu then
+      local n, k = X:size(1), #devices
+      local size = (n + k - 1) // k
+      local Xs, ys = {}, {}
+      for i, d in ipairs(devices) do
+        local start = (i - 1) * size + 1
+        local len = math.min(size, n - start + 1)
+        if len <= 0 then break end
+        Xs[i] = X:narrow(1, start, len):to(d)
+        ys[i] = y:narrow(1, start, len):to(d)
+      end
+      return Xs, ys
+    end
+  end
   return torch.cuda.comm.scatter(X, devices), torch.cuda.comm.scatter(y, devices)
 end
 
