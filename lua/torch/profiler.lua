@@ -94,12 +94,15 @@ function M.profile(fn, opts)
   if not res[1] then error(res[2], 0) end
   if not synced then error(why, 0) end
   local raw = prof.events()
+  local dropped, limit = prof.dropped()
   -- the waits of the final synchronisation are the profiler's, not fn's
   local kept = {}
   for _, e in ipairs(raw) do
     if not (e.kind == "sync" and e.t0 >= fn_end) then kept[#kept + 1] = e end
   end
-  return new_profile(kept, t0, t1, shapes), table.unpack(res, 2, res.n)
+  local p = new_profile(kept, t0, t1, shapes)
+  p.dropped, p.max_events = dropped, limit
+  return p, table.unpack(res, 2, res.n)
 end
 
 -- For `gshell --trace`: start recording now, finish (and write) later.
@@ -118,6 +121,7 @@ function M._trace_write(path)
   local t1 = prof.now()
   prof.stop()
   local p = new_profile(prof.events(), trace_t0, t1, false)
+  p.dropped, p.max_events = prof.dropped()
   trace_t0 = nil
   local script = type(arg) == "table" and type(arg[0]) == "string" and arg[0] or nil
   if path:lower():match("%.svg$") then
@@ -342,6 +346,10 @@ function Profile:table(opts)
   out[#out + 1] = rule
   if #rows > #cells then out[#out + 1] = string.format("(%d more rows: row_limit = %d)", #rows - #cells, limit) end
   if #rows == 0 then out[#out + 1] = "(no events: nothing ran on a device or the CPU)" end
+  if (self.dropped or 0) > 0 then
+    out[#out + 1] = string.format("(%d more events were not recorded: a profile keeps its first %d; profile fewer "
+      .. "iterations)", self.dropped, self.max_events)
+  end
   if gpu then
     out[#out + 1] = string.format("* an estimate, not a measurement: the time one %s would need at its peak rates, " ..
       "max(bytes / %g GB/s, FLOPs / %g GFLOP/s) per kernel (roofline; launch costs and caches ignored)",
@@ -397,7 +405,8 @@ function Profile:chrome_trace()
       ts = e.t0 / 1e3, dur = (e.t1 - e.t0) / 1e3, args = args }
   end
   return { traceEvents = ev, displayTimeUnit = "ms",
-    otherData = { producer = "gshell " .. tostring(torch.__version__), duration_us = self.duration_ns / 1e3 } }
+    otherData = { producer = "gshell " .. tostring(torch.__version__), duration_us = self.duration_ns / 1e3,
+      dropped_events = self.dropped or 0 } }
 end
 
 local function write_file(path, text, what)
