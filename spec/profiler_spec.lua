@@ -540,6 +540,21 @@ for g in root.iter("{http://www.w3.org/2000/svg}g"):
             print(t.get("class"), g.get("data-lane"), t.text)
 ]]
 
+  -- (issue 23, Low) a title holding bytes that are not UTF-8 or control
+  -- characters made a file that is not well-formed XML
+  it("a title with invalid UTF-8 and control characters still gives a well-formed file", function()
+    local path = os.tmpname()
+    local title = "run \255\254 of a<b> & \1\27[31m \u{e9}t\u{e9} \xe2\x82"
+    two_device_profile():export_timeline(path, { title = title })
+    local out = py([[
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+print([t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if t.text and t.text.startswith("run")][0])
+]], path)
+    os.remove(path)
+    assert.are.equal("run \u{FFFD}\u{FFFD} of a<b> & \u{FFFD}\u{FFFD}[31m \u{e9}t\u{e9} \u{FFFD}\u{FFFD}\n", out)
+  end)
+
   it("lanes for the host and each device stream, labelled kernels, copies, waits, idle gaps, a time axis", function()
     local path = os.tmpname()
     two_device_profile():export_timeline(path)
