@@ -168,6 +168,26 @@ describe("gshell --kernel (jupyter_client)", function()
     end
   end)
 
+  -- issue 23 (Low): the kernel's stdin, heartbeat and log
+  it("an input_reply sent before its input_request, or to another request, is not taken", function()
+    assert.are.equal("right", result_text(r.stdin_stale))
+    assert.truthy(r.log:find("stdin: 'input_reply' sent before any input_request: ignored", 1, true), r.log)
+    assert.truthy(r.log:find("stdin: an input_reply to another input_request (another-request): ignored", 1, true),
+      r.log)
+  end)
+
+  it("a heartbeat of several frames is echoed whole", function()
+    assert.are.same({ "ping", "two", "three" }, r.hb_frames)
+  end)
+
+  it("a flood of badly signed messages logs at most 100 lines in 10 s, and says the rest were counted", function()
+    assert.are.equal("2", result_text(r.flood_alive))
+    local _, lines = r.log:gsub("message dropped: bad signature", "")
+    assert.is_true(lines <= 100, lines .. " log lines")
+    assert.is_true(lines >= 50, lines .. " log lines")
+    assert.truthy(r.log:find("more dropped messages in the next 10 s are counted, not logged one by one", 1, true))
+  end)
+
   it("stderr is its own stream", function()
     local c = find(r.exec_stderr, "stream")
     assert.are.same({ name = "stderr", text = "to stderr\n" }, c)

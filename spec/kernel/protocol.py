@@ -96,6 +96,26 @@ def protocol(gshell, out):
         r["history"] = shell_request(kc, "history", hist_access_type="tail", n=2, output=True)
         r["history_search"] = shell_request(kc, "history", hist_access_type="search", pattern="a *", n=5)
         r["comm_info"] = shell_request(kc, "comm_info")
+        # (issue 23, Low) a reply sent before its request, and a reply to
+        # another request, answer nothing: the cell reads the right one
+        # (the early one arrives while the cell runs, before it asks)
+        early = threading.Timer(0.2, lambda: kc.input("stale"))
+        early.start()
+
+        def two_replies(msg):
+            wrong = kc.session.msg("input_reply", {"value": "wrong"}, parent={"msg_id": "another-request"})
+            kc.stdin_channel.send(wrong)
+            kc.input("right")
+        r["stdin_stale"] = U.run(kc, "local t0 = torch.clock() while torch.clock() - t0 < 0.8 do end\nio.read()",
+                                 allow_stdin=True, stdin_hook=two_replies)
+        # a heartbeat of several frames comes back whole
+        hb = zmq.Context.instance().socket(zmq.REQ)
+        hb.setsockopt(zmq.LINGER, 0)
+        info = km.get_connection_info()
+        hb.connect("%s://%s:%d" % (info["transport"], info["ip"], info["hb_port"]))
+        hb.send_multipart([b"ping", b"two", b"three"])
+        r["hb_frames"] = [f.decode() for f in hb.recv_multipart()] if hb.poll(3000) else None
+        hb.close()
 
         # a message signed with another key is dropped, never run
         bad = Session(key=b"not-the-key")
@@ -104,6 +124,11 @@ def protocol(gshell, out):
                                            "store_history": True, "user_expressions": {},
                                            "allow_stdin": False, "stop_on_error": True})
         r["bad_sig_reply"] = sock.poll(1500) != 0
+        # a flood of badly signed messages: a bounded number of log lines
+        for i in range(400):
+            bad.send(sock, "kernel_info_request", {})
+        time.sleep(1.0)
+        r["flood_alive"] = U.run(kc, "1 + 1")
         sock.close()
         r["bad_sig_after"] = U.run(kc, "bad_signature_ran")
 

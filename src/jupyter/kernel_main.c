@@ -423,9 +423,22 @@ static int l_input(lua_State *L) {
     return lua_error(L);
   }
   fflush(stdout);
+  /* a reply already waiting answers no request of ours (a frontend that
+   * sent it early, or one left from an interrupted input): dropped */
+  for (;;) {
+    zmq_pollitem_t it = {K.s.stdin_sock, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, 0) <= 0) break;
+    gsK_msg stale;
+    if (gsK_recv(K.s.stdin_sock, &stale, "stdin") != 1) continue;
+    gsK_log("stdin: '%s' sent before any input_request: ignored", stale.msg_type);
+    gsK_msg_free(&stale);
+  }
   json_t *content = json_pack("{s:s, s:b}", "prompt", prompt, "password", password);
-  gsK_send(K.s.stdin_sock, K.current->ids, K.current->nids, gsK_new_header("input_request"),
-           K.current->header, content);
+  json_t *header = gsK_new_header("input_request");
+  char request_id[128] = "";
+  const char *hid = json_string_value(json_object_get(header, "msg_id"));
+  if (hid) snprintf(request_id, sizeof request_id, "%s", hid);
+  gsK_send(K.s.stdin_sock, K.current->ids, K.current->nids, header, K.current->header, content);
   for (;;) {
     zmq_pollitem_t it = {K.s.stdin_sock, 0, ZMQ_POLLIN, 0};
     int r = zmq_poll(&it, 1, 200);
@@ -440,6 +453,14 @@ static int l_input(lua_State *L) {
     if (gsK_recv(K.s.stdin_sock, &m, "stdin") != 1) continue;
     if (strcmp(m.msg_type, "input_reply") != 0) {
       gsK_log("stdin: '%s' while waiting for input_reply: ignored", m.msg_type);
+      gsK_msg_free(&m);
+      continue;
+    }
+    /* a reply naming another request answers that one, not ours (a reply
+     * without a parent is taken: jupyter_client's input() sends none) */
+    const char *parent_id = json_string_value(json_object_get(m.parent, "msg_id"));
+    if (parent_id && *parent_id && request_id[0] && strcmp(parent_id, request_id) != 0) {
+      gsK_log("stdin: an input_reply to another input_request (%s): ignored", parent_id);
       gsK_msg_free(&m);
       continue;
     }
