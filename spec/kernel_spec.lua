@@ -297,6 +297,13 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.are.equal("2", result_text(r.after_interrupt_stdin))
   end)
 
+  it("an interrupt during a wait for a device stops the cell, and the work queued runs on (issue 23 High 1)", function()
+    local e = find(r.interrupt_sync, "error")
+    assert.are.equal("Interrupted", e and e.ename)
+    assert.is_nil(stdout_of(r.interrupt_sync):find("not reached", 1, true))
+    assert.are.equal("6000000.0", result_text(r.after_interrupt_sync))
+  end)
+
   it("restart gives a fresh session, counting from 1", function()
     assert.are.equal(1, r.after_restart.reply.execution_count)
     assert.are.equal("nil", result_text(r.after_restart))

@@ -144,6 +144,15 @@ def protocol(gshell, out):
         timer.start()
         r["interrupt_stdin"] = U.run(kc, "io.read()", allow_stdin=True, stdin_hook=lambda m: None)
         r["after_interrupt_stdin"] = U.run(kc, "1 + 1")
+        # (issue 23 High 1) an interrupted wait for a device leaves the queued
+        # work running: the tensors it fills are right in the next cell
+        timer = threading.Timer(0.5, km.interrupt_kernel)
+        timer.start()
+        r["interrupt_sync"] = U.run(kc, "m = torch.full({512, 512}, 1/512, {device = 'cuda:1'})\n"
+                                        "for i = 1, 300 do m:matmul(m) end\n"
+                                        "z = torch.full({2000, 1000}, 3.0, {device = 'cuda:1'})\n"
+                                        "torch.cuda.synchronize()\nprint('not reached')")
+        r["after_interrupt_sync"] = U.run(kc, "z:sum():item()")
 
         # latency of a trivial cell, as a client sees it
         t0 = time.time()
