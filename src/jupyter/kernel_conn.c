@@ -124,6 +124,14 @@ static void *bind_socket(void *ctx, int type, const gsK_conninfo *ci, int port, 
   int linger = 1000;
   zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsize, sizeof maxsize);
   zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  /* Nothing reads these sockets while a cell runs: with ZeroMQ's default
+   * of 1000 messages, any local process (no key needed to send) could park
+   * gigabytes here. A few messages per peer are enough: a frontend's
+   * further requests wait in its own queue (its send high-water mark). */
+  if (type != ZMQ_PUB) {
+    int hwm = GSK_RECV_HWM;
+    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  }
   if (zmq_bind(s, addr) != 0) {
     snprintf(err, errlen, "cannot bind the %s socket to %s: %s", name, addr, zmq_strerror(errno));
     zmq_close(s);
