@@ -390,6 +390,32 @@ describe("gshell --kernel under a flood of big unsigned messages (spec/kernel/fl
   end)
 end)
 
+-- issue 23 Medium 6: the control channel was dead while a cell ran
+-- (shutdown_request waited 20-50 s for the client's SIGKILL)
+describe("gshell --kernel serves its control channel while a cell runs (spec/kernel/control.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/control.py") end)
+
+  it("interrupt_request during a loop: replied at once, the cell stops with Interrupted, the session lives on", function()
+    assert.are.same({ status = "ok" }, r.interrupt_reply)
+    assert.is_true(r.interrupt_reply_s < 2, ("the reply took %.2f s"):format(r.interrupt_reply_s))
+    assert.are.equal("error", r.interrupted_status)
+    assert.are.equal("Interrupted", r.interrupted_ename)
+    assert.are.equal("true", result_text(r.after_interrupt))
+  end)
+
+  it("other control requests wait for the cell and are answered after it", function()
+    assert.are.equal("kernel_info_reply", r.info_after_cell)
+  end)
+
+  it("shutdown_request while io.read waits: replied at once, and the kernel exits with status 0", function()
+    assert.are.same({ status = "ok", restart = false }, r.shutdown_reply)
+    assert.is_true(r.shutdown_reply_s < 2, ("the reply took %.2f s"):format(r.shutdown_reply_s))
+    assert.are.equal(0, r.exit_status)
+    assert.is_true(r.exit_s < 5, ("the kernel took %.2f s to exit"):format(r.exit_s))
+  end)
+end)
+
 describe("jupyter_kernel_test's conformance suite (spec/kernel/kernel_tests.py)", function()
   local r
   setup(function() r = drive("spec/kernel/kernel_tests.py") end)
