@@ -283,9 +283,9 @@ static int l_read_text(lua_State *L) {
   }
   FILE *f = why ? NULL : fopen(path, "rb");
   if (!why && !f) why = strerror(errno);
-  if (why) {
+  if (why) { /* (the words a script that cannot be opened gets) */
     lua_pushnil(L);
-    lua_pushfstring(L, "cannot read %s: %s", path, why);
+    lua_pushfstring(L, "cannot open %s: %s", path, why);
     return 2;
   }
   luaL_Buffer b;
