@@ -191,6 +191,10 @@ static const char *kind_name(int64_t k) {
 /* "all_reduce(sum) float32 [4, 3]" from a description (see gs_dist.c). */
 static void describe(const int64_t *m, char *buf, size_t n) {
   static const char *ops[] = {"sum", "avg", "product", "min", "max"};
+  if (m[0] == GS_MPI_REFUSED) { /* (gs_dist_refuse) */
+    snprintf(buf, n, "%s with arguments it refused (its own error says why)", kind_name(m[1]));
+    return;
+  }
   int len = snprintf(buf, n, "%s", kind_name(m[0]));
   if (m[0] == GS_MPI_ALL_REDUCE || m[0] == GS_MPI_REDUCE_SCATTER)
     len += snprintf(buf + len, n - (size_t)len, "(%s)", m[1] >= 0 && m[1] < 5 ? ops[m[1]] : "?");

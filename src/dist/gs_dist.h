@@ -59,10 +59,19 @@ gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t, gs_dist_work **a
  * slice of in. */
 gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op, gs_dist_work **async);
 gs_status gs_dist_barrier(gs_dist_work **async);
+/* A call this rank refused before any exchange (its arguments are wrong
+ * here, perhaps only here): the rank still takes part in the agreement
+ * exchange, as a refusal, so every other rank's matching call fails too
+ * instead of pairing with this rank's next call. `what` names the call
+ * ("reduce_scatter"). Keeps the caller's error message; no-op without a
+ * process group. */
+void gs_dist_refuse(const char *what);
 
 /* The MPI layer (dist_mpi.c), used by gs_dist.c only. */
 typedef enum { GS_MPI_INIT, GS_MPI_ALL_REDUCE, GS_MPI_BCAST, GS_MPI_ALL_GATHER, GS_MPI_REDUCE_SCATTER,
-               GS_MPI_BARRIER, GS_MPI_BCAST_BYTES, GS_MPI_FINALIZE } gs_mpi_kind;
+               GS_MPI_BARRIER, GS_MPI_BCAST_BYTES, GS_MPI_FINALIZE,
+               /* a description only: a call this rank refused (meta[1]: the kind it would have been) */
+               GS_MPI_REFUSED } gs_mpi_kind;
 #define GS_DIST_META_WORDS 24
 struct gs_dist_work {
   gs_mpi_kind kind;
