@@ -131,6 +131,20 @@ describe("torch.distributed under mpirun", function()
     end
   end)
 
+  it("a rank whose script ends early makes the others' next call fail at once; both exit cleanly", function()
+    if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+    local t0 = os.time()
+    local out, status = mpirun(2, "spec/fixtures/dist/early_exit.lua", 60)
+    assert.are.equal(0, status, out)
+    assert.truthy(out:find("late r1: false spec/fixtures/dist/early_exit.lua:15: torch.distributed.all_reduce: rank 0 "
+      .. "has ended (its script returned or exited) while this rank called all_reduce", 1, true), out)
+    assert.truthy(out:find("after r1: false spec/fixtures/dist/early_exit.lua:17: torch.distributed.barrier: rank 0 "
+      .. "has ended", 1, true), out)
+    assert.truthy(out:find("waited under 10 s: true", 1, true), out)
+    assert.truthy(out:find("rank 1 ok", 1, true), out)
+    assert.is_true(os.time() - t0 < 30)
+  end)
+
   it("a rank that fails stops the job instead of leaving the others waiting", function()
     if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
     local t0 = os.time()
