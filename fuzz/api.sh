@@ -20,6 +20,8 @@ export FUZZ_LAST="$root/$build/fuzz-api.case"
 # simulated GPUs have 256 MiB each.
 export GSHELL_SIM_MEM=256M
 ASAN_EXTRA="allocator_may_return_null=1:max_allocation_size_mb=1024"
+# the same cap under ThreadSanitizer (a TSAN run once reached 24 GB)
+TSAN_EXTRA="max_allocation_size_mb=1024"
 . tools/sanitizer_env.sh
 log=$(mktemp)
 rm -f "$FUZZ_LAST"

@@ -106,6 +106,45 @@ describe("torch.distributed under mpirun", function()
     both("async type", "torch.distributed.broadcast: async_op must be true or false, got number")
   end)
 
+  -- issue 23 Medium 4: a call refused on one rank only used to leave that
+  -- rank a collective behind (the next all_reduce summed another call's
+  -- tensor, then the job hung)
+  it("a call refused on one rank only fails on every rank, and the ranks stay in step", function()
+    if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+    local out = expect_ok(2, "spec/fixtures/dist/refused.lua")
+    local function has(s) assert.truthy(out:find(s, 1, true), s .. "\n" .. out) end
+    has("list r1: spec/fixtures/dist/refused.lua:7: torch.distributed.reduce_scatter: the input list must be a list "
+      .. "of world_size (2) tensors, got 1 entries")
+    has("list r0: spec/fixtures/dist/refused.lua:7: torch.distributed.reduce_scatter: the ranks called different "
+      .. "collectives: rank 0 called reduce_scatter(sum) float32 [2], rank 1 called reduce_scatter with arguments it "
+      .. "refused (its own error says why)")
+    has("src r0: spec/fixtures/dist/refused.lua:7: torch.distributed.broadcast: src 5 is not a rank (ranks are 0 to 1)")
+    has("src r1: spec/fixtures/dist/refused.lua:7: torch.distributed.broadcast: the ranks called different "
+      .. "collectives: rank 0 called broadcast with arguments it refused")
+    has("both r0: spec/fixtures/dist/refused.lua:7: torch.distributed.all_reduce: op must be")
+    has("both r1: spec/fixtures/dist/refused.lua:7: torch.distributed.all_reduce: op must be")
+    for r = 0, 1 do
+      has("in step r" .. r .. ": 3.0")
+      has("in step 2 r" .. r .. ": 30.0")
+      has("in step 3 r" .. r .. ": 2.0")
+      has("rank " .. r .. " ok")
+    end
+  end)
+
+  it("a rank whose script ends early makes the others' next call fail at once; both exit cleanly", function()
+    if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
+    local t0 = os.time()
+    local out, status = mpirun(2, "spec/fixtures/dist/early_exit.lua", 60)
+    assert.are.equal(0, status, out)
+    assert.truthy(out:find("late r1: false spec/fixtures/dist/early_exit.lua:15: torch.distributed.all_reduce: rank 0 "
+      .. "has ended (its script returned or exited) while this rank called all_reduce", 1, true), out)
+    assert.truthy(out:find("after r1: false spec/fixtures/dist/early_exit.lua:17: torch.distributed.barrier: rank 0 "
+      .. "has ended", 1, true), out)
+    assert.truthy(out:find("waited under 10 s: true", 1, true), out)
+    assert.truthy(out:find("rank 1 ok", 1, true), out)
+    assert.is_true(os.time() - t0 < 30)
+  end)
+
   it("a rank that fails stops the job instead of leaving the others waiting", function()
     if not have_mpirun then return pending("Open MPI's mpirun is not installed") end
     local t0 = os.time()

@@ -186,6 +186,26 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.falsy(out:find("lua/gshell/", 1, true), out)
   end)
 
+  -- issue 23 (Low): the kernel's stdin, heartbeat and log
+  it("an input_reply sent before its input_request, or to another request, is not taken", function()
+    assert.are.equal("right", result_text(r.stdin_stale))
+    assert.truthy(r.log:find("stdin: 'input_reply' sent before any input_request: ignored", 1, true), r.log)
+    assert.truthy(r.log:find("stdin: an input_reply to another input_request (another-request): ignored", 1, true),
+      r.log)
+  end)
+
+  it("a heartbeat of several frames is echoed whole", function()
+    assert.are.same({ "ping", "two", "three" }, r.hb_frames)
+  end)
+
+  it("a flood of badly signed messages logs at most 100 lines in 10 s, and says the rest were counted", function()
+    assert.are.equal("2", result_text(r.flood_alive))
+    local _, lines = r.log:gsub("message dropped: bad signature", "")
+    assert.is_true(lines <= 100, lines .. " log lines")
+    assert.is_true(lines >= 50, lines .. " log lines")
+    assert.truthy(r.log:find("more dropped messages in the next 10 s are counted, not logged one by one", 1, true))
+  end)
+
   it("stderr is its own stream", function()
     local c = find(r.exec_stderr, "stream")
     assert.are.same({ name = "stderr", text = "to stderr\n" }, c)
@@ -295,6 +315,13 @@ describe("gshell --kernel (jupyter_client)", function()
     assert.are.equal("2", result_text(r.after_interrupt_stdin))
   end)
 
+  it("an interrupt during a wait for a device stops the cell, and the work queued runs on (issue 23 High 1)", function()
+    local e = find(r.interrupt_sync, "error")
+    assert.are.equal("Interrupted", e and e.ename)
+    assert.is_nil(stdout_of(r.interrupt_sync):find("not reached", 1, true))
+    assert.are.equal("6000000.0", result_text(r.after_interrupt_sync))
+  end)
+
   it("restart gives a fresh session, counting from 1", function()
     assert.are.equal(1, r.after_restart.reply.execution_count)
     assert.are.equal("nil", result_text(r.after_restart))
@@ -353,6 +380,57 @@ describe("gshell --kernel under malformed messages (spec/kernel/fuzz.py)", funct
     for _, m in ipairs(r.after.iopub) do if m.msg_type == "execute_result" then c = m.content end end
     assert.are.equal("still here", c.data["text/plain"])
     assert.are.equal(0, r.exit_status)
+  end)
+end)
+
+-- issue 23 Medium 5: the shell, control and stdin sockets take a few
+-- messages per peer (GSK_RECV_HWM) while nothing reads them; 20 unsigned
+-- 30 MiB messages during a busy cell took 600 MB before
+describe("gshell --kernel under a flood of big unsigned messages (spec/kernel/flood.py)", function()
+  local H = require("helpers")
+  if H.UNDER_TSAN then
+    pending("VmRSS bounds: not under ThreadSanitizer (its shadow memory counts in VmRSS)")
+    return
+  end
+  local r
+  setup(function() r = drive("spec/kernel/flood.py") end)
+
+  it("keeps its memory bounded while a cell runs, and answers after", function()
+    local slack = H.UNDER_ASAN and 512 or 0 -- ASan's quarantine keeps freed blocks
+    local grew = r.rss_peak - r.rss_before
+    assert.is_true(grew < 250 + slack, ("VmRSS grew by %d MiB"):format(grew))
+    assert.are.equal("ok", r.busy_status)
+  end)
+
+  it("a frontend that queues 40 requests at once gets every reply, in order", function()
+    assert.is_true(r.run_all_in_order)
+    assert.are.equal("39", result_text(r.after))
+  end)
+end)
+
+-- issue 23 Medium 6: the control channel was dead while a cell ran
+-- (shutdown_request waited 20-50 s for the client's SIGKILL)
+describe("gshell --kernel serves its control channel while a cell runs (spec/kernel/control.py)", function()
+  local r
+  setup(function() r = drive("spec/kernel/control.py") end)
+
+  it("interrupt_request during a loop: replied at once, the cell stops with Interrupted, the session lives on", function()
+    assert.are.same({ status = "ok" }, r.interrupt_reply)
+    assert.is_true(r.interrupt_reply_s < 2, ("the reply took %.2f s"):format(r.interrupt_reply_s))
+    assert.are.equal("error", r.interrupted_status)
+    assert.are.equal("Interrupted", r.interrupted_ename)
+    assert.are.equal("true", result_text(r.after_interrupt))
+  end)
+
+  it("other control requests wait for the cell and are answered after it", function()
+    assert.are.equal("kernel_info_reply", r.info_after_cell)
+  end)
+
+  it("shutdown_request while io.read waits: replied at once, and the kernel exits with status 0", function()
+    assert.are.same({ status = "ok", restart = false }, r.shutdown_reply)
+    assert.is_true(r.shutdown_reply_s < 2, ("the reply took %.2f s"):format(r.shutdown_reply_s))
+    assert.are.equal(0, r.exit_status)
+    assert.is_true(r.exit_s < 5, ("the kernel took %.2f s to exit"):format(r.exit_s))
   end)
 end)
 

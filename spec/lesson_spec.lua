@@ -221,3 +221,33 @@ describe("the gpu lesson through a terminal", function()
     os.execute("rm -rf " .. R.quote(dir))
   end)
 end)
+
+-- issue 23 (Low): the progress file was written to a temporary file with
+-- its errors ignored and renamed over the old one, so a full disk left an
+-- empty or cut progress file
+describe("lesson progress on a full disk", function()
+  it("is written as torch.save writes: a failed save leaves the old file and says so", function()
+    local dir = R.tmpdir()
+    local lines = {}
+    for i = 1, 2000 do lines[i] = string.format("lesson%05d\t%d\n", i, i % 7 + 1) end
+    local old = table.concat(lines)
+    R.write_file(dir .. "/state", old) -- about 28 KB
+    local gshell = R.GSHELL:sub(1, 1) == "/" and R.GSHELL or (os.getenv("PWD") .. "/" .. R.GSHELL)
+    -- a file size limit stands in for a full disk (SIGXFSZ ignored: EFBIG)
+    R.write_file(dir .. "/save.lua", 'require("gshell.lesson").save_progress("gpu", 5)\n')
+    R.write_file(dir .. "/run.sh", string.format("trap '' XFSZ\nulimit -f 16\nGSHELL_LESSON_STATE=%s exec %s %s\n",
+      R.quote(dir .. "/state"), R.quote(gshell), R.quote(dir .. "/save.lua")))
+    local p = io.popen("bash " .. R.quote(dir .. "/run.sh") .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    assert.are.equal(old, R.read_file(dir .. "/state"))
+    assert.truthy(has(out, "gshell: lesson progress not saved: cannot save to '" .. dir .. "/state': File too large"), out)
+    -- with room, the step is saved beside the others
+    local _, err = R.run({ "-e", 'require("gshell.lesson").save_progress("gpu", 5)' }, nil,
+      { GSHELL_LESSON_STATE = dir .. "/state" })
+    local now = R.read_file(dir .. "/state")
+    assert.truthy(has(now, "gpu\t5\n"), err)
+    assert.truthy(has(now, "lesson02000\t"), now:sub(-40))
+    os.execute("rm -rf " .. R.quote(dir))
+  end)
+end)

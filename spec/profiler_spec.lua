@@ -49,6 +49,23 @@ describe("torch.profiler.profile on the cpu (the host lane)", function()
   local a, b = torch.ones(1000), torch.ones(1000)
   local m1, m2 = torch.ones(64, 32), torch.ones(32, 16)
 
+  -- (issue 23, Low) 400,000 events took 1.3 GB: a profile keeps its first
+  -- 100,000 and says how many more there were
+  it("keeps its first 100000 events and says in the table and the trace how many it did not record", function()
+    local x = torch.ones(4)
+    local p = torch.profiler.profile(function() for _ = 1, 120000 do local _ = x + 1 end end)
+    assert.are.equal(100000, #p.events)
+    assert.is_true(p.dropped >= 20000, tostring(p.dropped))
+    local t = p:table()
+    assert.truthy(t:find("(" .. p.dropped .. " more events were not recorded: a profile keeps its first 100000",
+      1, true), t)
+    assert.are.equal(p.dropped, p:chrome_trace().otherData.dropped_events)
+    -- the next profile starts from nothing
+    local q = torch.profiler.profile(function() local _ = x + 1 end)
+    assert.are.equal(0, q.dropped)
+    assert.is_nil(q:table():find("not recorded", 1, true))
+  end)
+
   it("counts each op's calls and the bytes it reads and writes", function()
     local p = torch.profiler.profile(function()
       for _ = 1, 3 do local _ = a + b end
@@ -566,6 +583,21 @@ for g in root.iter("{http://www.w3.org/2000/svg}g"):
         if t.get("class") in ("label", "idle"):
             print(t.get("class"), g.get("data-lane"), t.text)
 ]]
+
+  -- (issue 23, Low) a title holding bytes that are not UTF-8 or control
+  -- characters made a file that is not well-formed XML
+  it("a title with invalid UTF-8 and control characters still gives a well-formed file", function()
+    local path = os.tmpname()
+    local title = "run \255\254 of a<b> & \1\27[31m \u{e9}t\u{e9} \xe2\x82"
+    two_device_profile():export_timeline(path, { title = title })
+    local out = py([[
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+print([t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if t.text and t.text.startswith("run")][0])
+]], path)
+    os.remove(path)
+    assert.are.equal("run \u{FFFD}\u{FFFD} of a<b> & \u{FFFD}\u{FFFD}[31m \u{e9}t\u{e9} \u{FFFD}\u{FFFD}\n", out)
+  end)
 
   it("lanes for the host and each device stream, labelled kernels, copies, waits, idle gaps, a time axis", function()
     local path = os.tmpname()

@@ -56,7 +56,7 @@ describe("the shell's saves", function()
     for _, mode in ipairs({ "--check", "--notebook" }) do
       local _, err, code = gshell(mode, dir)
       assert.are.equal(1, code)
-      assert.truthy(err:find("cannot read " .. dir .. ": Is a directory", 1, true), err)
+      assert.truthy(err:find("cannot read " .. dir .. ": it is a directory, not a regular file", 1, true), err)
     end
   end)
 end)
@@ -140,5 +140,38 @@ describe("code fences inside cells and their output", function()
     _, err, code = gshell("--check", dir .. "/plain.md", "--update")
     assert.are.equal(0, code, err)
     assert.are.equal("```lua\nprint(6 * 7)\n```\n\n~~~output\n42\n~~~\n", read(dir .. "/plain.md"))
+  end)
+end)
+
+-- (issue 23, Low) --check of a binary file or /dev/null passed with 0
+-- blocks, an unterminated fence compared nothing, and --check/--notebook
+-- blocked on a FIFO and read /dev/zero forever
+describe("inputs that --check and --notebook refuse", function()
+  it("devices and FIFOs are refused at once, naming what they are", function()
+    assert.is_true(sh("mkfifo " .. q(dir .. "/fifo")))
+    for _, mode in ipairs({ "--check", "--notebook" }) do
+      for path, kind in pairs({ ["/dev/null"] = "a character device", ["/dev/zero"] = "a character device",
+                                [dir .. "/fifo"] = "a FIFO (named pipe)" }) do
+        local _, err, code = gshell(mode, path)
+        assert.are.equal(1, code, mode .. " " .. path)
+        assert.truthy(err:find("cannot read " .. path .. ": it is " .. kind .. ", not a regular file", 1, true), err)
+      end
+    end
+  end)
+
+  it("a binary file is not a document; a document with a fence left open fails", function()
+    write(dir .. "/bin.md", "```lua\nprint(1)\n```\n\0\1\2")
+    local _, err, code = gshell("--check", dir .. "/bin.md")
+    assert.are.equal(1, code)
+    assert.truthy(err:find("it is not a text file (it holds NUL bytes)", 1, true), err)
+    write(dir .. "/open.md", "```lua\nprint(1)\n```\n\n```output\n2\n")
+    _, err, code = gshell("--check", dir .. "/open.md")
+    assert.are.equal(1, code)
+    assert.truthy(err:find("open.md:5: this fenced block is never closed", 1, true), err)
+    -- a good document still checks
+    write(dir .. "/good.md", "```lua\nprint(1)\n```\n\n```output\n1\n```\n")
+    local out
+    out, err, code = gshell("--check", dir .. "/good.md")
+    assert.are.equal(0, code, out .. err)
   end)
 end)

@@ -28,5 +28,6 @@ elif ldd "$build/torch.so" 2>/dev/null | grep -q libtsan; then
   export PATH GSHELL_UNDER_TSAN
   # allocator_may_return_null: specs ask for impossible sizes (2^52 bytes)
   # and expect the engine's out-of-memory error, not TSAN's abort
-  export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:allocator_may_return_null=1${GS_TSAN_LOGS:+:log_path=$GS_TSAN_LOGS/report}:suppressions=$(pwd)/tools/tsan.supp:print_suppressions=0"
+  # $TSAN_EXTRA is added as $ASAN_EXTRA is (fuzz/api.sh caps allocations)
+  export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:allocator_may_return_null=1${GS_TSAN_LOGS:+:log_path=$GS_TSAN_LOGS/report}:suppressions=$(pwd)/tools/tsan.supp:print_suppressions=0${TSAN_EXTRA:+:$TSAN_EXTRA}"
 fi

@@ -142,6 +142,15 @@ function M.run(path, update)
   local lines = split_lines(text)
   if lines[#lines] == "" then lines[#lines] = nil end
   local blocks = M.parse(lines)
+  -- a fence left open hides every block after it: the check would
+  -- compare nothing there and pass
+  for _, b in ipairs(blocks) do
+    if not b.close then
+      io.stderr:write(string.format("gshell: %s:%d: this fenced block is never closed (no closing fence before the "
+        .. "end of the file), so the rest of the document would not be checked\n", path, b.open))
+      return 1
+    end
+  end
   if not docheader.setup(path, lines) then return 1 end
   local session = Session.new({ trap_exit = true })
   local ran, compared, failed, updated = 0, 0, 0, 0

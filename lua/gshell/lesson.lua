@@ -197,15 +197,14 @@ function M.save_progress(name, step)
   prog[name] = step
   local dir = path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null") end
-  local tmp = path .. ".tmp"
-  local f = io.open(tmp, "w")
-  if not f then return end
-  local names = {}
+  local names, lines = {}, {}
   for k in pairs(prog) do names[#names + 1] = k end
   table.sort(names)
-  for _, k in ipairs(names) do f:write(k, "\t", prog[k], "\n") end
-  f:close()
-  os.rename(tmp, path)
+  for _, k in ipairs(names) do lines[#lines + 1] = k .. "\t" .. prog[k] .. "\n" end
+  -- as torch.save writes (issue 23): a full disk leaves the old progress,
+  -- never an empty file; the learner is told
+  local ok, err = torch()._save_text(path, table.concat(lines))
+  if not ok then io.stderr:write("gshell: lesson progress not saved: ", tostring(err), "\n") end
 end
 
 -- ---- checking a step -----------------------------------------------------------

@@ -243,15 +243,15 @@ end
 -- The whole text of a file the shell was asked to run, or nil after
 -- printing "gshell: cannot open PATH: why" (--check and --notebook).
 function M.read_input(path)
-  local f, err = io.open(path, "rb")
-  if not f then
-    io.stderr:write("gshell: cannot open ", tostring(err), "\n") -- err names the path
+  -- a regular file only (a FIFO would block, /dev/zero never end), and
+  -- text: a binary file used to check as 0 blocks, successfully
+  local text, err = require("torch")._read_text(path)
+  if not text then
+    io.stderr:write("gshell: ", tostring(err), "\n")
     return nil
   end
-  local text, rerr = f:read("a")
-  f:close()
-  if not text then -- a directory opens but cannot be read
-    io.stderr:write("gshell: cannot read ", path, ": ", tostring(rerr), "\n")
+  if text:find("\0", 1, true) then
+    io.stderr:write("gshell: cannot read ", path, ": it is not a text file (it holds NUL bytes)\n")
     return nil
   end
   return text

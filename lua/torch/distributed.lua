@@ -9,10 +9,18 @@ local torch = require("torch")
 local fail = require("torch.utils.errors").fail
 local raw = torch._dist
 
+-- Whether the running collective reached the engine (which then did the
+-- ranks' agreement exchange itself): see `in_step` below.
+local reached = false
+local ENGINE_CALLS = { all_reduce = true, broadcast = true, all_gather_into = true, reduce_scatter_from = true,
+  barrier = true }
+
 -- The engine's errors, raised at the user's line rather than this file's.
 local C = setmetatable({}, { __index = function(t, name)
   local f = raw[name]
+  local engine = ENGINE_CALLS[name]
   local function call(...)
+    if engine then reached = true end
     local r = table.pack(pcall(f, ...))
     if not r[1] then fail((tostring(r[2]):gsub("^lua/torch/[%w_/]+%.lua:%d+: ", ""))) end
     return table.unpack(r, 2, r.n)
@@ -224,6 +232,27 @@ function D.reduce_scatter_tensor(out, input, opts)
   need_group("reduce_scatter_tensor")
   return C.reduce_scatter_from(out, input, op_of("reduce_scatter_tensor", opts.op),
     async_of("reduce_scatter_tensor", opts))
+end
+
+-- A call refused here, before the engine (a bad list, option or op), on
+-- one rank only, used to leave that rank one collective behind: the other
+-- ranks' call paired with its next one (silent wrong sums, then a hang).
+-- A refused call still takes part in the agreement exchange, as a
+-- refusal, so every rank fails it together (issue 23).
+local function in_step(name, f)
+  return function(...)
+    reached = false
+    local r = table.pack(pcall(f, ...))
+    if r[1] then return table.unpack(r, 2, r.n) end
+    -- (an interrupt is not a refusal: the user stopped this rank)
+    local interrupted = tostring(r[2]):find("interrupted!$") ~= nil
+    if not reached and not interrupted and raw.is_initialized() then pcall(raw.refuse, name) end
+    error(r[2], 0)
+  end
+end
+for _, name in ipairs({ "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+                        "reduce_scatter_tensor", "barrier" }) do
+  if D[name] then D[name] = in_step(name, D[name]) end
 end
 
 return D

@@ -98,6 +98,7 @@ end
 -- Stops the innermost recording; returns all its events.
 local function end_recording()
   prof.stop()
+  local dropped, limit = prof.dropped() -- (before an outer level starts again)
   local lvl = table.remove(levels)
   local all = {}
   for _, chunk in ipairs(lvl.chunks) do
@@ -109,7 +110,7 @@ local function end_recording()
     top.chunks[#top.chunks + 1] = copy_events(all)
     prof.start(top.shapes)
   end
-  return all
+  return all, dropped, limit
 end
 
 -- profile(fn[, opts]): runs fn (devices synchronised after it, so its
@@ -135,7 +136,7 @@ function M.profile(fn, opts)
   local fn_end = prof.now()
   local synced, why = pcall(synchronize_all)
   local t1 = prof.now()
-  local raw = end_recording()
+  local raw, dropped, limit = end_recording()
   if not res[1] then error(res[2], 0) end
   if not synced then error(why, 0) end
   -- the waits of the final synchronisation are the profiler's, not fn's
@@ -143,7 +144,9 @@ function M.profile(fn, opts)
   for _, e in ipairs(raw) do
     if not (e.kind == "sync" and e.t0 >= fn_end) then kept[#kept + 1] = e end
   end
-  return new_profile(kept, t0, t1, shapes), table.unpack(res, 2, res.n)
+  local p = new_profile(kept, t0, t1, shapes)
+  p.dropped, p.max_events = dropped, limit
+  return p, table.unpack(res, 2, res.n)
 end
 
 -- For `gshell --trace`: start recording now, finish (and write) later.
@@ -162,7 +165,9 @@ function M._trace_write(path)
   local t1 = prof.now()
   -- a profile the script left unfinished (an error inside it) ends here
   while #levels > 1 do end_recording() end
-  local p = new_profile(end_recording(), trace_t0, t1, false)
+  local events, dropped, limit = end_recording()
+  local p = new_profile(events, trace_t0, t1, false)
+  p.dropped, p.max_events = dropped, limit
   trace_t0 = nil
   local script = type(arg) == "table" and type(arg[0]) == "string" and arg[0] or nil
   if path:lower():match("%.svg$") then
@@ -387,6 +392,10 @@ function Profile:table(opts)
   out[#out + 1] = rule
   if #rows > #cells then out[#out + 1] = string.format("(%d more rows: row_limit = %d)", #rows - #cells, limit) end
   if #rows == 0 then out[#out + 1] = "(no events: nothing ran on a device or the CPU)" end
+  if (self.dropped or 0) > 0 then
+    out[#out + 1] = string.format("(%d more events were not recorded: a profile keeps its first %d; profile fewer "
+      .. "iterations)", self.dropped, self.max_events)
+  end
   if gpu then
     out[#out + 1] = string.format("* an estimate, not a measurement: the time one %s would need at its peak rates, " ..
       "max(bytes / %g GB/s, FLOPs / %g GFLOP/s) per kernel (roofline; launch costs and caches ignored)",
@@ -442,7 +451,8 @@ function Profile:chrome_trace()
       ts = e.t0 / 1e3, dur = (e.t1 - e.t0) / 1e3, args = args }
   end
   return { traceEvents = ev, displayTimeUnit = "ms",
-    otherData = { producer = "gshell " .. tostring(torch.__version__), duration_us = self.duration_ns / 1e3 } }
+    otherData = { producer = "gshell " .. tostring(torch.__version__), duration_us = self.duration_ns / 1e3,
+      dropped_events = self.dropped or 0 } }
 end
 
 local function write_file(path, text, what)

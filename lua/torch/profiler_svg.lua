@@ -18,8 +18,24 @@ local CHAR_W = 6.6             -- an estimate of an 11px sans-serif character
 local PALETTE = { "#4e79a7", "#59a14f", "#b07aa1", "#9c755f", "#3f8f8a", "#6b6ecf", "#8c6d31", "#5a8fcb" }
 local COPY_FILL, IDLE_FILL, LANE_FILL = "#f28e2b", "#999999", "#f2f2f2"
 
+-- Text as XML allows it: bytes that are not UTF-8 and the control
+-- characters XML 1.0 forbids (all below 32 but tab, newline and return)
+-- become U+FFFD, so any title (a file name, user text) gives a
+-- well-formed file.
+local function xml_text(s)
+  local out, i = {}, 1
+  while i <= #s do
+    local ok, bad = utf8.len(s, i)
+    if ok then out[#out + 1] = s:sub(i); break end
+    out[#out + 1] = s:sub(i, bad - 1)
+    out[#out + 1] = "\u{FFFD}"
+    i = bad + 1
+  end
+  return (table.concat(out):gsub("[%z\1-\8\11\12\14-\31]", "\u{FFFD}"))
+end
+
 local function esc(s)
-  return (tostring(s):gsub("[&<>\"']", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;",
+  return (xml_text(tostring(s)):gsub("[&<>\"']", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;",
     ["'"] = "&apos;" }))
 end
 

@@ -100,6 +100,26 @@ def protocol(gshell, out):
         r["history"] = shell_request(kc, "history", hist_access_type="tail", n=2, output=True)
         r["history_search"] = shell_request(kc, "history", hist_access_type="search", pattern="a *", n=5)
         r["comm_info"] = shell_request(kc, "comm_info")
+        # (issue 23, Low) a reply sent before its request, and a reply to
+        # another request, answer nothing: the cell reads the right one
+        # (the early one arrives while the cell runs, before it asks)
+        early = threading.Timer(0.2, lambda: kc.input("stale"))
+        early.start()
+
+        def two_replies(msg):
+            wrong = kc.session.msg("input_reply", {"value": "wrong"}, parent={"msg_id": "another-request"})
+            kc.stdin_channel.send(wrong)
+            kc.input("right")
+        r["stdin_stale"] = U.run(kc, "local t0 = torch.clock() while torch.clock() - t0 < 0.8 do end\nio.read()",
+                                 allow_stdin=True, stdin_hook=two_replies)
+        # a heartbeat of several frames comes back whole
+        hb = zmq.Context.instance().socket(zmq.REQ)
+        hb.setsockopt(zmq.LINGER, 0)
+        info = km.get_connection_info()
+        hb.connect("%s://%s:%d" % (info["transport"], info["ip"], info["hb_port"]))
+        hb.send_multipart([b"ping", b"two", b"three"])
+        r["hb_frames"] = [f.decode() for f in hb.recv_multipart()] if hb.poll(3000) else None
+        hb.close()
 
         # a message signed with another key is dropped, never run
         bad = Session(key=b"not-the-key")
@@ -108,6 +128,11 @@ def protocol(gshell, out):
                                            "store_history": True, "user_expressions": {},
                                            "allow_stdin": False, "stop_on_error": True})
         r["bad_sig_reply"] = sock.poll(1500) != 0
+        # a flood of badly signed messages: a bounded number of log lines
+        for i in range(400):
+            bad.send(sock, "kernel_info_request", {})
+        time.sleep(1.0)
+        r["flood_alive"] = U.run(kc, "1 + 1")
         sock.close()
         r["bad_sig_after"] = U.run(kc, "bad_signature_ran")
 
@@ -123,6 +148,15 @@ def protocol(gshell, out):
         timer.start()
         r["interrupt_stdin"] = U.run(kc, "io.read()", allow_stdin=True, stdin_hook=lambda m: None)
         r["after_interrupt_stdin"] = U.run(kc, "1 + 1")
+        # (issue 23 High 1) an interrupted wait for a device leaves the queued
+        # work running: the tensors it fills are right in the next cell
+        timer = threading.Timer(0.5, km.interrupt_kernel)
+        timer.start()
+        r["interrupt_sync"] = U.run(kc, "m = torch.full({512, 512}, 1/512, {device = 'cuda:1'})\n"
+                                        "for i = 1, 300 do m:matmul(m) end\n"
+                                        "z = torch.full({2000, 1000}, 3.0, {device = 'cuda:1'})\n"
+                                        "torch.cuda.synchronize()\nprint('not reached')")
+        r["after_interrupt_sync"] = U.run(kc, "z:sum():item()")
 
         # latency of a trivial cell, as a client sees it
         t0 = time.time()

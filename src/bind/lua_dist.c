@@ -135,6 +135,12 @@ static int d_backend(lua_State *L) {
   return 1;
 }
 static int d_destroy(lua_State *L) { gsL_check(L, gs_dist_destroy()); return 0; }
+/* refuse(name): torch.distributed refused a call with bad arguments before
+ * reaching the engine; the other ranks are told (gs_dist_refuse). */
+static int d_refuse(lua_State *L) {
+  gs_dist_refuse(luaL_checkstring(L, 1));
+  return 0;
+}
 
 /* A Work: the collective in flight (NULL once waited on) and, after
  * wait(), when it went through the communication thread. User value 1
@@ -294,7 +300,7 @@ void gsL_open_dist(lua_State *L) {
   lua_setfield(L, -2, "_comm");
   static const luaL_Reg dist[] = {
     {"is_available", d_is_available}, {"init", d_init}, {"is_initialized", d_is_initialized}, {"rank", d_rank},
-    {"world_size", d_world_size}, {"local_rank", d_local_rank}, {"backend", d_backend}, {"destroy", d_destroy},
+    {"world_size", d_world_size}, {"local_rank", d_local_rank}, {"backend", d_backend}, {"destroy", d_destroy}, {"refuse", d_refuse},
     {"barrier", d_barrier}, {"all_reduce", d_all_reduce}, {"broadcast", d_broadcast},
     {"all_gather_into", d_all_gather_into}, {"reduce_scatter_from", d_reduce_scatter_from},
     {"work_after", d_work_after}, {NULL, NULL}};

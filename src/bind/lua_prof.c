@@ -29,6 +29,13 @@ static int l_recording(lua_State *L) {
   return 1;
 }
 
+/* dropped(): events not kept (past GS_PROF_MAX_EVENTS), and that limit */
+static int l_dropped(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)gs_prof_dropped());
+  lua_pushinteger(L, GS_PROF_MAX_EVENTS);
+  return 2;
+}
+
 static int l_now(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)gs_prof_now_ns());
   return 1;
@@ -161,7 +168,7 @@ static int l_json(lua_State *L) {
 
 void gsL_open_prof(lua_State *L) {
   static const luaL_Reg fns[] = {
-    {"start", l_start}, {"stop", l_stop}, {"recording", l_recording}, {"now", l_now}, {"events", l_events},
+    {"start", l_start}, {"stop", l_stop}, {"recording", l_recording}, {"now", l_now}, {"events", l_events}, {"dropped", l_dropped},
     {"json", l_json},
     {NULL, NULL}};
   luaL_newlib(L, fns);

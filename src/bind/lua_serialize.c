@@ -13,9 +13,12 @@
  *       error when it does not exist.
  *   torch._save_text(path, text) -> true | nil, message: a text file saved
  *       the same safe way (the shell's --md and --check --update). */
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "core/gs_file.h"
 #include "io/gs_safetensors.h"
 #include "bind/lua_gs.h"
@@ -256,6 +259,51 @@ static int l_save_text(lua_State *L) {
   return 1;
 }
 
+/* torch._read_text(path): a text file the shell runs or checks (--check,
+ * --notebook), read whole. Only a regular file of at most 256 MiB: a FIFO
+ * would block and /dev/zero never end (torch.load refuses them too).
+ * Returns the text, or nil and the message. */
+static int l_read_text(lua_State *L) {
+  size_t plen;
+  const char *path = luaL_checklstring(L, 1, &plen);
+  struct stat st;
+  const char *why = NULL;
+  char buf[64];
+  if (strlen(path) != plen) why = "the path contains a NUL byte";
+  else if (stat(path, &st) != 0) why = strerror(errno);
+  else if (!S_ISREG(st.st_mode)) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot read %s: it is %s, not a regular file", path, gs_file_kind(st.st_mode));
+    return 2;
+  } else if (st.st_size > ((off_t)256 << 20)) {
+    snprintf(buf, sizeof buf, "%.1f MiB", (double)st.st_size / (1 << 20));
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot read %s: it is %s, more than a document or script can be (256 MiB)", path, buf);
+    return 2;
+  }
+  FILE *f = why ? NULL : fopen(path, "rb");
+  if (!why && !f) why = strerror(errno);
+  if (why) { /* (the words a script that cannot be opened gets) */
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot open %s: %s", path, why);
+    return 2;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t n;
+  char chunk[16384];
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) luaL_addlstring(&b, chunk, n);
+  int failed = ferror(f), err = errno;
+  fclose(f);
+  if (failed) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cannot read %s: %s", path, strerror(err));
+    return 2;
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 static int l_resolve_device(lua_State *L) {
   gs_device d;
   gsL_check(L, gs_device_resolve(gsL_checkdevice(L, 1), &d));
@@ -279,7 +327,7 @@ void gsL_open_serialize(lua_State *L) {
   lua_pop(L, 1);
   static const luaL_Reg fns[] = {
     {"_save", gsL_serialize_save}, {"_load", gsL_serialize_load}, {"_resolve_device", l_resolve_device},
-    {"_save_text", l_save_text},
+    {"_save_text", l_save_text}, {"_read_text", l_read_text},
     {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

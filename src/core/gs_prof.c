@@ -17,6 +17,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static gs_prof_event *events;
 static char (*shapes)[GS_PROF_SHAPES_LEN]; /* beside events while shapes are recorded */
 static int64_t count, cap, shapes_cap;
+/* Events past GS_PROF_MAX_EVENTS are counted, not kept: a profile of a
+ * long loop (millions of small ops) would otherwise grow without bound,
+ * here and more in the Lua tables made from it. */
+static int64_t dropped;
 
 uint64_t gs_prof_now_ns(void) {
   struct timespec ts;
@@ -32,6 +36,11 @@ static void append(const gs_prof_event *e, const char *text) {
   /* again under the lock: once gs_prof_stop returned, nothing appends, so
    * the events can be read without it until the next start */
   if (!__atomic_load_n(&gs_prof_active, __ATOMIC_RELAXED)) { pthread_mutex_unlock(&lock); return; }
+  if (count >= GS_PROF_MAX_EVENTS) {
+    dropped++;
+    pthread_mutex_unlock(&lock);
+    return;
+  }
   if (count == cap) {
     int64_t ncap = cap ? cap * 2 : 1024;
     gs_prof_event *n = realloc(events, (size_t)ncap * sizeof *n);
@@ -61,9 +70,17 @@ const char *gs_prof_event_shapes(int64_t i) {
   return i >= 0 && i < shapes_cap && i < count ? shapes[i] : "";
 }
 
+int64_t gs_prof_dropped(void) {
+  pthread_mutex_lock(&lock);
+  int64_t n = dropped;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
 void gs_prof_start(void) {
   pthread_mutex_lock(&lock);
   count = 0;
+  dropped = 0;
   pthread_mutex_unlock(&lock);
   __atomic_store_n(&gs_prof_active, 1, __ATOMIC_RELEASE);
 }

@@ -41,6 +41,10 @@ void gs_prof_stop(void);
  * next gs_prof_start. Read them after gs_prof_stop: from then on no
  * thread appends. */
 const gs_prof_event *gs_prof_events(int64_t *count);
+/* A profile keeps its first GS_PROF_MAX_EVENTS events; the ones after are
+ * counted (gs_prof_dropped, since the last gs_prof_start) and dropped. */
+#define GS_PROF_MAX_EVENTS 100000
+int64_t gs_prof_dropped(void);
 uint64_t gs_prof_now_ns(void);
 
 /* record_shapes: while on (set before gs_prof_start, cleared by

@@ -28,7 +28,6 @@ typedef struct {
   int dev, id;
 } stream;
 
-/* A mark of failed work: the buffer (by qid) and the error's message. */
 /* A mark of failed work: the buffer (by qid) and the error's message;
  * taint_only: the buffer is good (a checked index) but what is computed
  * from it is not, so only tasks reading it pass the mark on. */

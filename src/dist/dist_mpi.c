@@ -191,6 +191,10 @@ static const char *kind_name(int64_t k) {
 /* "all_reduce(sum) float32 [4, 3]" from a description (see gs_dist.c). */
 static void describe(const int64_t *m, char *buf, size_t n) {
   static const char *ops[] = {"sum", "avg", "product", "min", "max"};
+  if (m[0] == GS_MPI_REFUSED) { /* (gs_dist_refuse) */
+    snprintf(buf, n, "%s with arguments it refused (its own error says why)", kind_name(m[1]));
+    return;
+  }
   int len = snprintf(buf, n, "%s", kind_name(m[0]));
   if (m[0] == GS_MPI_ALL_REDUCE || m[0] == GS_MPI_REDUCE_SCATTER)
     len += snprintf(buf + len, n - (size_t)len, "(%s)", m[1] >= 0 && m[1] < 5 ? ops[m[1]] : "?");
@@ -228,7 +232,18 @@ static int wait_request(mpi_handle *req) {
 /* Every rank shares its description; any difference fails the call on
  * every rank with the same message (and no payload is exchanged). This
  * exchange is also where a rank waits for the others to arrive. */
+/* A rank that ended (its exit's exchange met a call of this rank): no
+ * later call can complete, and this rank's own exit skips the exchange
+ * (issue 23: the peer used to wait in its collective forever). */
+static int gone_rank = -1;
+
 static bool check_agreement(gs_dist_work *w) {
+  if (gone_rank >= 0) {
+    w->status = GS_ERR;
+    snprintf(w->msg, sizeof w->msg, "torch.distributed.%s: rank %d has ended (its script returned or exited): no "
+             "collective can complete any more", w->what, gone_rank);
+    return false;
+  }
   int64_t *all = malloc(sizeof(int64_t) * GS_DIST_META_WORDS * (size_t)gs_mpi_size);
   if (!all) { w->status = GS_ERR; snprintf(w->msg, sizeof w->msg, "out of host memory"); return false; }
   mpi_handle req = NULL;
@@ -237,10 +252,18 @@ static bool check_agreement(gs_dist_work *w) {
   if (r == 0) r = wait_request(&req);
   if (r != 0) { free(all); fail_mpi(w, r, "MPI_Iallgather"); return false; }
   w->times.agreed = gs_mpi_now();
-  int bad = -1;
+  int bad = -1, ended = -1;
   for (int i = 1; i < gs_mpi_size && bad < 0; i++)
     if (memcmp(all, all + (size_t)i * GS_DIST_META_WORDS, sizeof(int64_t) * GS_DIST_META_WORDS)) bad = i;
-  if (bad >= 0) {
+  for (int i = 0; i < gs_mpi_size && bad >= 0 && ended < 0; i++)
+    if (all[(size_t)i * GS_DIST_META_WORDS] == GS_MPI_FINALIZE && i != gs_mpi_rank) ended = i;
+  if (ended >= 0) { /* a rank's exit met this call: that rank made fewer calls */
+    gone_rank = ended;
+    w->status = GS_ERR;
+    snprintf(w->msg, sizeof w->msg, "torch.distributed.%s: rank %d has ended (its script returned or exited) while "
+             "this rank called %s: the ranks made different numbers of calls, and no collective can complete any "
+             "more", w->what, ended, w->what);
+  } else if (bad >= 0) {
     char a[200], b[200];
     describe(all, a, sizeof a);
     describe(all + (size_t)bad * GS_DIST_META_WORDS, b, sizeof b);
@@ -294,7 +317,13 @@ static void run_init(gs_dist_work *w) {
 static void run(gs_dist_work *w) {
   w->status = GS_OK;
   if (w->kind == GS_MPI_INIT) { run_init(w); return; }
-  if (w->kind == GS_MPI_FINALIZE) { mpi.finalize(); return; }
+  if (w->kind == GS_MPI_FINALIZE) {
+    /* the exit's own exchange: a rank still waiting in a collective meets
+     * it there and fails at once instead of waiting forever */
+    if (gone_rank < 0 && gs_mpi_size > 1) (void)check_agreement(w);
+    mpi.finalize();
+    return;
+  }
   if (!check_agreement(w)) return;
   mpi_handle t = mpi_type(w->dtype);
   size_t es = gs_dtype_size(w->dtype);

@@ -7,7 +7,9 @@
 #include "dist/gs_dist.h"
 
 typedef enum { GS_MPI_INIT, GS_MPI_ALL_REDUCE, GS_MPI_BCAST, GS_MPI_ALL_GATHER, GS_MPI_REDUCE_SCATTER,
-               GS_MPI_BARRIER, GS_MPI_BCAST_BYTES, GS_MPI_FINALIZE } gs_mpi_kind;
+               GS_MPI_BARRIER, GS_MPI_BCAST_BYTES, GS_MPI_FINALIZE,
+               /* a description only: a call this rank refused (meta[1]: the kind it would have been) */
+               GS_MPI_REFUSED } gs_mpi_kind;
 #define GS_DIST_META_WORDS 24
 struct gs_dist_work {
   gs_mpi_kind kind;

@@ -286,11 +286,39 @@ static gs_status nccl_run(gs_dist_work *w, gs_coll_kind kind, gs_tensor *in, gs_
   return s;
 }
 
+static gs_mpi_kind kind_of(const char *what) {
+  if (strstr(what, "all_reduce")) return GS_MPI_ALL_REDUCE;
+  if (strstr(what, "broadcast")) return GS_MPI_BCAST;
+  if (strstr(what, "all_gather")) return GS_MPI_ALL_GATHER;
+  if (strstr(what, "reduce_scatter")) return GS_MPI_REDUCE_SCATTER;
+  return GS_MPI_BARRIER;
+}
+
+void gs_dist_refuse(const char *what) {
+  if (!initialized || gs_mpi_size < 2) return;
+  char saved[1024];
+  snprintf(saved, sizeof saved, "%s", gs_last_error());
+  gs_dist_work *w = work_new(GS_MPI_BARRIER, what); /* the exchange only, then nothing */
+  if (w) {
+    w->meta[0] = GS_MPI_REFUSED;
+    w->meta[1] = kind_of(what);
+    (void)run_sync(w); /* every rank refused the same way: agreed; else they all fail */
+  }
+  gs_error("%s", saved);
+}
+
+/* A check of this rank's arguments: a failure is refused with the others
+ * (gs_dist_refuse) before it is returned. */
+static gs_status refused(const char *what, gs_status st) {
+  if (st != GS_OK && st != GS_ERR_OOM) gs_dist_refuse(what);
+  return st;
+}
+
 gs_status gs_dist_all_reduce(gs_tensor *t, gs_dist_op op, gs_dist_work **async) {
   if (async) *async = NULL;
   GS_TRY(need_group("all_reduce"));
-  GS_TRY(check_host("all_reduce", t));
-  GS_TRY(check_op("all_reduce", t, op));
+  GS_TRY(refused("all_reduce", check_host("all_reduce", t)));
+  GS_TRY(refused("all_reduce", check_op("all_reduce", t, op)));
   gs_dist_work *w = work_new(GS_MPI_ALL_REDUCE, "all_reduce");
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
   describe(w, t, op, 0);
@@ -304,9 +332,10 @@ gs_status gs_dist_all_reduce(gs_tensor *t, gs_dist_op op, gs_dist_work **async) 
 gs_status gs_dist_broadcast(gs_tensor *t, int src, gs_dist_work **async) {
   if (async) *async = NULL;
   GS_TRY(need_group("broadcast"));
-  GS_TRY(check_host("broadcast", t));
+  GS_TRY(refused("broadcast", check_host("broadcast", t)));
   if (src < 0 || src >= gs_mpi_size)
-    return gs_error("torch.distributed.broadcast: src %d is not a rank (ranks are 0 to %d)", src, gs_mpi_size - 1);
+    return refused("broadcast", gs_error("torch.distributed.broadcast: src %d is not a rank (ranks are 0 to %d)",
+                                         src, gs_mpi_size - 1));
   gs_dist_work *w = work_new(GS_MPI_BCAST, "broadcast");
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
   describe(w, t, GS_DIST_SUM, src);
@@ -360,9 +389,9 @@ static gs_status gather_or_scatter(gs_mpi_kind kind, const char *what, gs_tensor
   bool gather = kind == GS_MPI_ALL_GATHER;
   gs_tensor *small = gather ? in : out;
   GS_TRY(need_group(what));
-  GS_TRY(check_host(what, in));
-  if (!gather) GS_TRY(check_op(what, in, op));
-  GS_TRY(check_pair(what, gather ? out : in, small, gather ? "the output" : "the input"));
+  GS_TRY(refused(what, check_host(what, in)));
+  if (!gather) GS_TRY(refused(what, check_op(what, in, op)));
+  GS_TRY(refused(what, check_pair(what, gather ? out : in, small, gather ? "the output" : "the input")));
   gs_dist_work *w = work_new(kind, what);
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
   describe(w, small, op, 0);

@@ -59,5 +59,12 @@ gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t, gs_dist_work **a
  * slice of in. */
 gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op, gs_dist_work **async);
 gs_status gs_dist_barrier(gs_dist_work **async);
+/* A call this rank refused before any exchange (its arguments are wrong
+ * here, perhaps only here): the rank still takes part in the agreement
+ * exchange, as a refusal, so every other rank's matching call fails too
+ * instead of pairing with this rank's next call. `what` names the call
+ * ("reduce_scatter"). Keeps the caller's error message; no-op without a
+ * process group. */
+void gs_dist_refuse(const char *what);
 
 #endif

@@ -26,6 +26,7 @@
 #define GSK_DELIM "<IDS|MSG>"
 #define GSK_MAX_FRAMES 64           /* identities + delimiter + parts, at most */
 #define GSK_MAX_FRAME_BYTES (64L << 20)
+#define GSK_RECV_HWM 4              /* messages a peer may queue on a kernel socket (kernel_conn.c) */
 
 /* ---- kernel_msg.c: the kernel's own log lines go to the stderr it was
  * started with (gsK_log_fd: kernel_iopub.c points it there while fd 2 is

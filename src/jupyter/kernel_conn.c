@@ -73,19 +73,38 @@ static void *hb_sock;
 static pthread_t hb_thread;
 static int hb_running;
 
-/* Echoes every heartbeat until the context is shut down. */
+/* Echoes every heartbeat until the context is shut down, every frame of
+ * it: a REP socket sends its reply only once the whole request was read,
+ * so the frames are kept (up to HB_FRAMES; more are read and dropped) and
+ * sent back in order, the last without ZMQ_SNDMORE. */
+#define HB_FRAMES 16
 static void *hb_main(void *arg) {
   (void)arg;
+  zmq_msg_t f[HB_FRAMES];
   for (;;) {
-    zmq_msg_t m;
-    zmq_msg_init(&m);
-    if (zmq_msg_recv(&m, hb_sock, 0) < 0) {
+    int n = 0, more = 1, stop = 0;
+    while (more) {
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      if (zmq_msg_recv(&m, hb_sock, 0) < 0) {
+        zmq_msg_close(&m);
+        if (errno == EINTR) continue;
+        stop = 1;                         /* ETERM: shutting down */
+        break;
+      }
+      more = zmq_msg_more(&m);
+      if (n < HB_FRAMES) {
+        zmq_msg_init(&f[n]);
+        zmq_msg_move(&f[n++], &m);
+      }
       zmq_msg_close(&m);
-      if (errno == EINTR) continue;
-      break;                              /* ETERM: shutting down */
     }
-    while (zmq_msg_send(&m, hb_sock, 0) < 0 && errno == EINTR) {}
-    zmq_msg_close(&m);
+    for (int i = 0; i < n; i++) {
+      if (!stop)
+        while (zmq_msg_send(&f[i], hb_sock, i + 1 < n ? ZMQ_SNDMORE : 0) < 0 && errno == EINTR) {}
+      zmq_msg_close(&f[i]);
+    }
+    if (stop) break;
   }
   zmq_close(hb_sock);
   return NULL;
@@ -105,6 +124,14 @@ static void *bind_socket(void *ctx, int type, const gsK_conninfo *ci, int port, 
   int linger = 1000;
   zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxsize, sizeof maxsize);
   zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+  /* Nothing reads these sockets while a cell runs: with ZeroMQ's default
+   * of 1000 messages, any local process (no key needed to send) could park
+   * gigabytes here. A few messages per peer are enough: a frontend's
+   * further requests wait in its own queue (its send high-water mark). */
+  if (type != ZMQ_PUB) {
+    int hwm = GSK_RECV_HWM;
+    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+  }
   if (zmq_bind(s, addr) != 0) {
     snprintf(err, errlen, "cannot bind the %s socket to %s: %s", name, addr, zmq_strerror(errno));
     zmq_close(s);

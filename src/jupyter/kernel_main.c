@@ -10,7 +10,9 @@
  * at the prompt, so a running loop stops with "interrupted!" and the
  * session lives on. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +161,92 @@ static json_t *user_expressions(json_t *exprs) {
   return out;
 }
 
+/* ---- the control socket while a cell runs -------------------------------
+ * The main thread runs the cell, so a thread of its own serves the control
+ * socket meanwhile (issue 23: shutdown_request during `while true do end`
+ * waited 20-50 s for the client's SIGKILL). It owns the socket from
+ * watch_start to watch_stop, when the main thread takes it back:
+ *   interrupt_request: replied at once, then SIGINT, which stops the cell
+ *     as an interrupt from the frontend's signal does;
+ *   shutdown_request: replied at once; the cell is interrupted, and the
+ *     main loop publishes the reply on iopub and ends;
+ *   anything else (it may need Lua) waits for the main thread, in order. */
+#define WATCH_STASH 16
+static pthread_t watch_thread;
+static atomic_int watch_running, watch_quit;
+static gsK_msg watch_stash[WATCH_STASH];
+static int watch_nstash;
+static gsK_msg watch_shutdown;   /* the shutdown_request served, published later */
+static int watch_have_shutdown;
+
+static void *watch_main(void *arg) {
+  (void)arg;
+  while (!atomic_load(&watch_quit)) {
+    zmq_pollitem_t it = {K.s.control, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, 50) <= 0) continue;
+    gsK_msg m;
+    if (gsK_recv(K.s.control, &m, "control") != 1) continue;
+    if (strcmp(m.msg_type, "interrupt_request") == 0) {
+      gsK_send(K.s.control, m.ids, m.nids, gsK_new_header("interrupt_reply"), m.header,
+               json_pack("{s:s}", "status", "ok"));
+      gsK_msg_free(&m);
+      kill(getpid(), SIGINT);
+    } else if (strcmp(m.msg_type, "shutdown_request") == 0 && !watch_have_shutdown) {
+      int restart = 0;
+      (void)json_unpack(m.content, "{s?b}", "restart", &restart);
+      gsK_send(K.s.control, m.ids, m.nids, gsK_new_header("shutdown_reply"), m.header,
+               json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+      watch_shutdown = m;
+      watch_have_shutdown = 1;
+      __atomic_store_n(&K.shutdown, 1, __ATOMIC_RELEASE);
+      kill(getpid(), SIGINT);
+    } else if (watch_nstash < WATCH_STASH) {
+      watch_stash[watch_nstash++] = m;
+    } else {
+      gsK_log("control: '%s' while a cell runs and %d others wait: dropped", m.msg_type, WATCH_STASH);
+      gsK_msg_free(&m);
+    }
+  }
+  return NULL;
+}
+
+static void watch_start(void) {
+  atomic_store(&watch_quit, 0);
+  watch_nstash = 0;
+  watch_have_shutdown = 0;
+  if (pthread_create(&watch_thread, NULL, watch_main, NULL) == 0) atomic_store(&watch_running, 1);
+  else gsK_log("control: cannot start its thread; it is served after the cell");
+}
+
+static void handle(void *sock, const char *channel);
+static void handle_msg(gsK_msg *req, void *sock, const char *channel);
+
+/* Takes the control socket back; what was stashed is handled now. */
+static void watch_stop(void) {
+  if (!atomic_load(&watch_running)) return;
+  atomic_store(&watch_quit, 1);
+  pthread_join(watch_thread, NULL);
+  atomic_store(&watch_running, 0);
+  if (watch_have_shutdown) {
+    int restart = 0;
+    (void)json_unpack(watch_shutdown.content, "{s?b}", "restart", &restart);
+    gsK_publish(K.s.iopub_in, "shutdown_reply", watch_shutdown.header,
+                json_pack("{s:s, s:b}", "status", "ok", "restart", restart));
+    gsK_msg_free(&watch_shutdown);
+    watch_have_shutdown = 0;
+  }
+}
+
+/* Requests the watcher kept for the main thread (after the cell). */
+static void watch_drain(void) {
+  int n = watch_nstash;
+  watch_nstash = 0;
+  for (int i = 0; i < n; i++) {
+    if (!K.shutdown) handle_msg(&watch_stash[i], K.s.control, "control");
+    else gsK_msg_free(&watch_stash[i]);
+  }
+}
+
 static void execute(gsK_msg *req, void *sock) {
   const char *code = NULL;
   size_t code_len = 0;
@@ -186,7 +274,9 @@ static void execute(gsK_msg *req, void *sock) {
   lua_pushinteger(K.L, n);
   lua_pushboolean(K.L, silent);
   lua_pushboolean(K.L, store);
+  watch_start();
   int ok = call("execute", 4, 1) == 0 && lua_istable(K.L, -1);
+  watch_stop();
   K.current = NULL;
   json_t *content;
   if (!ok) {
@@ -391,6 +481,13 @@ static void shutdown_req(gsK_msg *req, void *sock) {
 static void handle(void *sock, const char *channel) {
   gsK_msg req;
   if (gsK_recv(sock, &req, channel) != 1) return;
+  handle_msg(&req, sock, channel);
+  watch_drain(); /* control requests that came while a cell ran */
+}
+
+/* Handles a request received from `sock` (and frees it). */
+static void handle_msg(gsK_msg *m, void *sock, const char *channel) {
+  gsK_msg req = *m;
   const char *t = req.msg_type;
   publish(&req, "status", json_pack("{s:s}", "execution_state", "busy"));
   if (strcmp(t, "kernel_info_request") == 0) kernel_info(&req, sock);
@@ -423,9 +520,22 @@ static int l_input(lua_State *L) {
     return lua_error(L);
   }
   fflush(stdout);
+  /* a reply already waiting answers no request of ours (a frontend that
+   * sent it early, or one left from an interrupted input): dropped */
+  for (;;) {
+    zmq_pollitem_t it = {K.s.stdin_sock, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, 0) <= 0) break;
+    gsK_msg stale;
+    if (gsK_recv(K.s.stdin_sock, &stale, "stdin") != 1) continue;
+    gsK_log("stdin: '%s' sent before any input_request: ignored", stale.msg_type);
+    gsK_msg_free(&stale);
+  }
   json_t *content = json_pack("{s:s, s:b}", "prompt", prompt, "password", password);
-  gsK_send(K.s.stdin_sock, K.current->ids, K.current->nids, gsK_new_header("input_request"),
-           K.current->header, content);
+  json_t *header = gsK_new_header("input_request");
+  char request_id[128] = "";
+  const char *hid = json_string_value(json_object_get(header, "msg_id"));
+  if (hid) snprintf(request_id, sizeof request_id, "%s", hid);
+  gsK_send(K.s.stdin_sock, K.current->ids, K.current->nids, header, K.current->header, content);
   for (;;) {
     zmq_pollitem_t it = {K.s.stdin_sock, 0, ZMQ_POLLIN, 0};
     int r = zmq_poll(&it, 1, 200);
@@ -440,6 +550,14 @@ static int l_input(lua_State *L) {
     if (gsK_recv(K.s.stdin_sock, &m, "stdin") != 1) continue;
     if (strcmp(m.msg_type, "input_reply") != 0) {
       gsK_log("stdin: '%s' while waiting for input_reply: ignored", m.msg_type);
+      gsK_msg_free(&m);
+      continue;
+    }
+    /* a reply naming another request answers that one, not ours (a reply
+     * without a parent is taken: jupyter_client's input() sends none) */
+    const char *parent_id = json_string_value(json_object_get(m.parent, "msg_id"));
+    if (parent_id && *parent_id && request_id[0] && strcmp(parent_id, request_id) != 0) {
+      gsK_log("stdin: an input_reply to another input_request (%s): ignored", parent_id);
       gsK_msg_free(&m);
       continue;
     }

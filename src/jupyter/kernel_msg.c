@@ -227,6 +227,32 @@ static int parse_frames(zmq_msg_t *f, int nf, int delim, gsK_msg *m, char *err, 
   return 0;
 }
 
+/* A log line per dropped message, at most DROP_LOG_MAX in DROP_LOG_WINDOW
+ * seconds: a local process sending garbage (no key needed) must not fill
+ * the log. The rest are counted, and the count is logged with the next
+ * line after the window. */
+#define DROP_LOG_MAX 100
+#define DROP_LOG_WINDOW 10
+static void log_drop(const char *channel, const char *why) {
+  static time_t window;
+  static long logged, unlogged;
+  time_t now = time(NULL);
+  if (now - window >= DROP_LOG_WINDOW) {
+    if (unlogged > 0) gsK_log("%ld more messages were dropped without a log line (at most %d lines in %d s)",
+                              unlogged, DROP_LOG_MAX, DROP_LOG_WINDOW);
+    window = now;
+    logged = unlogged = 0;
+  }
+  if (logged < DROP_LOG_MAX) {
+    logged++;
+    gsK_log("%s: message dropped: %s", channel, why);
+    if (logged == DROP_LOG_MAX)
+      gsK_log("more dropped messages in the next %d s are counted, not logged one by one", DROP_LOG_WINDOW);
+  } else {
+    unlogged++;
+  }
+}
+
 int gsK_recv(void *sock, gsK_msg *m, const char *channel) {
   memset(m, 0, sizeof *m);
   zmq_msg_t f[GSK_MAX_FRAMES];
@@ -275,7 +301,7 @@ int gsK_recv(void *sock, gsK_msg *m, const char *channel) {
     return 1;
   }
   free_frames(f, nf);
-  gsK_log("%s: message dropped: %s", channel, err);
+  log_drop(channel, err);
   return 0;
 }
 
