@@ -278,6 +278,7 @@ describe("device memory", function()
       assert.are.equal(2.0, fine:mean():item())
       -- the other device is not affected by cuda:0's cap use (counted from
       -- what cuda:1 holds now: `other`, and whatever earlier specs left)
+      gc()
       local on1 = cuda.memory_allocated(1)
       assert.is_true(on1 >= 512, tostring(on1))
       local y = block(60 * MiB, "cuda:1")

@@ -352,17 +352,16 @@ describe("streams: Ctrl-C during a wait", function()
   end)
 
   it("stops an in-place op that waits for room in a full queue, leaving its tensor as it was", function()
-    local a, b = short_products("cuda:0")
     local x = torch.zeros(16, { dtype = torch.float64, device = "cuda:0" })
     cuda.synchronize()
+    -- about a second of measured work (a few hundred tasks, under a
+    -- queue's 1024): the add_ calls then fill the queue and each waits
+    -- for room, where the interrupt stops one (however fast the machine)
+    busy("cuda:0", 1000)
     local done = 0
     local t0 = torch.clock()
     torch._interrupt_in(0.2)
     local ok, err = pcall(function()
-      -- about a second of products, just under a queue's 1024 tasks (the
-      -- loop never waits); the add_ calls then fill it and each waits for
-      -- room, where the interrupt stops one (however slow the host is)
-      for _ = 1, 1000 do a:matmul(b) end
       for i = 1, 100000 do
         x:add_(1)
         done = i
