@@ -102,6 +102,17 @@ describe("tools/gpu_run.sh", function()
     assert.truthy(read("bench.md"):find("| sum_64M_f32 | ", 1, true), read("bench.md"))
   end)
 
+  plain_it("GPU_RUN_PARTS runs only the parts named (a second call after a fix)", function()
+    local out, code = run("GPU_RUN_PARTS='env gpu_big'")
+    assert.are.equal(0, code, out)
+    local summary = read("summary.txt")
+    assert.truthy(summary:find("gpu_run: env: ok", 1, true), summary)
+    assert.truthy(summary:find("gpu_run: gpu_big: ok", 1, true), summary)
+    for _, p in ipairs({ "gpu_check", "memcheck", "bench" }) do
+      assert.truthy(summary:find("gpu_run: " .. p .. ": not asked for (GPU_RUN_PARTS)", 1, true), summary)
+    end
+  end)
+
   plain_it("a spent budget skips the parts left and says so", function()
     local out, code = run("GPU_RUN_BUDGET=4")
     assert.are.equal(0, code, out)
