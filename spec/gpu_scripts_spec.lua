@@ -52,7 +52,7 @@ end)
 -- instrumented by a sanitizer build's preload, so a sanitizer run would
 -- only repeat what the plain one checks, ten times slower.
 local H = require("helpers")
-local plain_it = (H.UNDER_ASAN or H.UNDER_TSAN) and pending or it
+local plain_it = H.plain_it(it, pending, "gpu_run.sh drives uninstrumented gshell and python processes")
 
 describe("tools/gpu_run.sh", function()
   local out_dir
