@@ -102,6 +102,17 @@ ALL_CFLAGS := $(GS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 $(BUILD)/gshell: $(ENGINE_OBJS) $(SHELL_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(KERNEL_LIBS) $(LDLIBS) -Wl,-E
 
+# The specs' torch.so: the same engine plus test-only bindings that the
+# product leaves out (spec/support/c/lua_workers.c; luaopen_torch calls
+# them when they are linked). tools/run_specs.sh puts it first on LUA_CPATH.
+SPEC_TORCH := $(BUILD)/spec/torch.so
+$(BUILD)/obj/spec/%.o: spec/support/c/%.c $(FLAGS_STAMP) | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+$(SPEC_TORCH): $(ENGINE_OBJS) $(BUILD)/obj/spec/lua_workers.o tools/torch.map
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=tools/torch.map -o $@ $(ENGINE_OBJS) $(BUILD)/obj/spec/lua_workers.o $(LDLIBS)
+
 # The module for stock lua5.4: the host interpreter provides Lua's symbols.
 # It exports luaopen_torch and nothing else (tools/torch.map).
 $(BUILD)/torch.so: $(ENGINE_OBJS) tools/torch.map
@@ -139,7 +150,7 @@ $(BUILD)/cu $(BUILD)/gen $(BUILD)/bin:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
 
-test: all
+test: all $(SPEC_TORCH)
 	@sh tools/install-deps.sh --test
 	@sh tools/run_specs.sh $(BUILD)
 

@@ -3,7 +3,8 @@
 # "N passed, N failed". Exit status 1 when anything failed.
 build=${1:-build}
 export GSHELL_BUILD="$build"
-export LUA_CPATH="$build/?.so;;"
+# the specs' torch.so (test-only bindings added: the Makefile's SPEC_TORCH)
+export LUA_CPATH="$build/spec/?.so;$build/?.so;;"
 export LUA_PATH="spec/support/?.lua;;"
 # ThreadSanitizer reports land here (tools/sanitizer_env.sh), from busted
 # and from every gshell the specs start.

@@ -26,13 +26,6 @@ local function device_string(d)
   return d.index and ("cuda:" .. d.index) or "cuda"
 end
 
-local function c_part()
-  if not torch._save or not torch._load then
-    error("torch.save/torch.load: the C part of serialization is not registered in this build " ..
-          "(luaopen_torch must call gsL_open_serialize)", 3)
-  end
-end
-
 -- Names and tensors of obj, and its kind; a clear error for anything else.
 local function flatten(obj)
   if is_tensor(obj) then return { M.TENSOR_NAME }, { obj }, "tensor" end
@@ -88,7 +81,6 @@ end
 
 -- torch.save(obj, path [, {metadata = {k = "v"}}])
 local function save(obj, path, opts)
-  c_part()
   if type(path) ~= "string" then error("torch.save: the path must be a string, got " .. type(path), 2) end
   local names, tensors, kind, ordered = flatten(obj)
   local meta = { format = "pt", [KIND] = kind }
@@ -137,7 +129,6 @@ end
 
 -- torch.load(path [, {map_location = device | {saved = device} | function(saved, name)}])
 local function load(path, opts)
-  c_part()
   if type(path) ~= "string" then error("torch.load: the path must be a string, got " .. type(path), 2) end
   local map = check_opts(opts)
   local f <close> = torch._load(path)
@@ -198,7 +189,6 @@ end
 -- The user metadata of a file (gshell's own keys left out), without
 -- reading any tensor data.
 local function metadata(path)
-  c_part()
   local f <close> = torch._load(path)
   local out = {}
   for k, v in pairs(f:metadata()) do
@@ -212,7 +202,5 @@ function M.save(obj, path, opts) user_level(save, obj, path, opts) end
 function M.load(path, opts) return (user_level(load, path, opts)) end
 function M.metadata(path) return (user_level(metadata, path)) end
 
--- Without the C part (an old luaopen_torch) torch.save stays absent, so
--- code that checks for it sees it missing; M.save explains why.
-if torch._save then torch.save, torch.load = M.save, M.load end
+torch.save, torch.load = M.save, M.load
 return M

@@ -31,6 +31,13 @@ void gs_node_destroy(gs_node *n) {
   free(n);
 }
 
+/* The core frees tensors holding nodes through these hooks. Installed when
+ * the library is loaded, before any thread starts or any node is made. */
+__attribute__((constructor)) static void install_node_hooks(void) {
+  gs_node_release_hook = gs_grad_fn_release;
+  gs_node_destroy_hook = gs_node_destroy;
+}
+
 gs_node *gs_node_new(const char *name, gs_backward_fn fn, int ninputs, gs_tensor *const *inputs) {
   gs_node *n = calloc(1, sizeof *n);
   if (!n) return NULL;

@@ -83,7 +83,6 @@ void gsL_open_serialize(lua_State *L); /* lua_serialize.c: torch._save, _load */
 void gsL_open_dist(lua_State *L);      /* lua_dist.c: torch._comm, torch._dist */
 void gsL_open_interrupt(lua_State *L); /* lua_interrupt.c: test stand-ins for Ctrl-C */
 void gsL_open_stream(lua_State *L);   /* lua_stream.c: torch._stream */
-void gsL_open_workers(lua_State *L);  /* lua_workers.c: torch._workers_selftest */
 void gsL_open_prof(lua_State *L);      /* lua_prof.c: torch._prof, the profiler's recorder */
 /* The Lua state's allocator with its small-block pool (lua_alloc.c). */
 void gsL_install_allocator(lua_State *L);

@@ -6,7 +6,6 @@
  * the host after a device synchronisation. */
 #include <stdio.h>
 #include <string.h>
-#include "backend/sim/backend_sim.h"
 #include "core/gs_prof.h"
 #include "core/gs_stream.h"
 #include "bind/lua_gs.h"
@@ -137,7 +136,7 @@ static int s_set_mode(lua_State *L) {
 }
 static int s_get_mode(lua_State *L) { lua_pushinteger(L, gs_get_sync_debug_mode()); return 1; }
 static int s_context_ms(lua_State *L) {
-  lua_pushinteger(L, gs_cuda_is_simulated() ? gs_sim_context_ms() : 0);
+  lua_pushinteger(L, gs_devices_context_ms());
   return 1;
 }
 

@@ -243,9 +243,9 @@ void gsL_open_tensor(lua_State *L) {
   }
   lua_setfield(L, -2, "__fields");
   /* methods: a plain table, also reachable as torch._methods for the
-   * Lua side (help, completion, torch.<method> functions) */
+   * Lua side (help, completion, torch.<method> functions); luaopen_torch
+   * fills it from each binding file */
   lua_newtable(L);
-  gsL_register_methods(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, -4, "_methods"); /* torch table is below the metatable */
   lua_pushvalue(L, -1);

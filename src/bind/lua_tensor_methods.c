@@ -413,6 +413,4 @@ void gsL_register_methods(lua_State *L) {
     lua_pushcclosure(L, m_as_dtype, 1);
     lua_setfield(L, -2, casts[i].name);
   }
-  gsL_register_math(L);
-  gsL_register_autograd_methods(L);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bind/lua_embedded.h"
+#include "backend/registry.h"
 #include "bind/lua_gs.h"
 
 static lua_State *main_state;
@@ -47,9 +48,15 @@ static void install_searcher(lua_State *L) {
   lua_pop(L, 2);
 }
 
+/* Test-only bindings (torch._workers_selftest, torch._with_workers), in
+ * spec/support/c/lua_workers.c: linked into the specs' own torch.so
+ * (build/spec/torch.so), absent from the product, where this is NULL. */
+void gsL_open_workers(lua_State *L) __attribute__((weak));
+
 int luaopen_torch(lua_State *L) {
   static bool devices_ready = false;
   if (!devices_ready) {
+    gs_backends_register();
     int sims;
     size_t mem;
     if (gs_sim_env(&sims, &mem) != GS_OK) return luaL_error(L, "torch: %s", gs_last_error());
@@ -74,6 +81,12 @@ int luaopen_torch(lua_State *L) {
   lua_pop(L, 2);
   gsL_open_core(L);
   gsL_open_tensor(L);
+  /* the tensor methods, one table filled by each file that defines some */
+  lua_getfield(L, -1, "_methods");
+  gsL_register_methods(L);
+  gsL_register_math(L);
+  gsL_register_autograd_methods(L);
+  lua_pop(L, 1);
   gsL_open_factory(L);
   gsL_open_device(L);
   gsL_open_options(L);
@@ -81,7 +94,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_autograd(L);
   gsL_open_dist(L);
   gsL_open_interrupt(L);
-  gsL_open_workers(L);
+  if (gsL_open_workers) gsL_open_workers(L);
   gsL_open_stream(L);
   gsL_open_prof(L);
   lua_pushliteral(L, GS_VERSION);

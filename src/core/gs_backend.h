@@ -12,6 +12,7 @@
 #ifndef GS_BACKEND_H
 #define GS_BACKEND_H
 
+#include "core/gs_collectives.h"
 #include "core/gs_op_list.h"
 #include "core/gs_tensor.h"
 
@@ -52,6 +53,16 @@ typedef struct {
 
 typedef struct gs_backend {
   const char *name; /* "cpu", "sim", "cuda" */
+  /* optional, device families with a count (cuda, sim): how many devices
+   * exist (for real GPUs the first call loads the driver), and, when none
+   * does, why not ("" or NULL when unknown) */
+  int (*device_count)(void);
+  const char *(*unavailable_reason)(void);
+  /* optional (sim): (re)creates n devices capped at cap bytes each */
+  void (*configure)(int n, size_t cap);
+  /* optional (sim): the modelled cost of creating a device's context, in
+   * ms (GSHELL_SIM_CONTEXT_MS), 0 when off */
+  int (*context_ms)(void);
   /* The device's memory is host memory (cpu, sim): the CPU kernels read
    * and write it, so copies between two such memories run gs_cpu_copy
    * directly, without the memcpy slots or staging buffers. */
@@ -134,8 +145,10 @@ typedef struct gs_backend {
   /* every element of idx (int64, 1-d, any stride) is in [0, size), or the
    * error `code` (a gs_devflag_code naming the op) is reported, as above */
   gs_status (*check_index)(const gs_tensor *idx, int64_t size, int code);
+
+  /* optional: the backend's own collective library (gs_collectives.h) */
+  const gs_collectives *collectives;
 } gs_backend;
 
-extern const gs_backend gs_backend_cpu;
 
 #endif

@@ -1,15 +1,18 @@
 /* gs_device.c: device names, parsing, and the registry from a device to
- * its backend. CUDA ordinals are either all simulated or all real. */
+ * its backend. CUDA ordinals are either all simulated or all real. The
+ * backends themselves are registered from above (src/backend/registry.c):
+ * the core knows only their tables. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "backend/sim/backend_sim.h"
 #include "core/gs_backend.h"
 #include "core/gs_device.h"
-#ifdef GS_HAVE_CUDA
-#include "backend/cuda/backend_cuda.h"
-#endif
+
+static const gs_backend *registered[GS_BACKEND_KINDS];
+
+void gs_backend_register(gs_backend_kind kind, const gs_backend *be) { registered[kind] = be; }
+const gs_backend *gs_backend_of_kind(gs_backend_kind kind) { return registered[kind]; }
 
 static int sim_count = 0;
 static size_t sim_cap = 0;
@@ -20,7 +23,7 @@ void gs_devices_init(int sim_gpus, size_t sim_mem) {
   sim_count = sim_gpus > 0 ? sim_gpus : 0;
   sim_cap = sim_mem;
   sim_staged = false;
-  gs_sim_configure(sim_count, sim_mem);
+  registered[GS_BACKEND_SIM]->configure(sim_count, sim_mem);
   current_cuda = 0;
 }
 
@@ -73,23 +76,23 @@ bool gs_cuda_is_simulated(void) { return sim_count > 0; }
 size_t gs_devices_sim_mem(void) { return sim_cap; }
 void gs_devices_set_sim_staged(bool on) { sim_staged = on; }
 
+int gs_devices_context_ms(void) {
+  const gs_backend *sim = registered[GS_BACKEND_SIM];
+  return sim_count > 0 && sim->context_ms ? sim->context_ms() : 0;
+}
+
 const char *gs_cuda_unavailable(void) {
-#ifdef GS_HAVE_CUDA
-  if (gs_cuda_real_device_count() > 0) return NULL;
-  const char *why = gs_cuda_unavailable_reason();
+  const gs_backend *cuda = registered[GS_BACKEND_CUDA];
+  if (!cuda) return "this gshell was built without CUDA (nvcc was not found, or CUDA=0)";
+  if (cuda->device_count() > 0) return NULL;
+  const char *why = cuda->unavailable_reason();
   return why && *why ? why : "no CUDA device was found";
-#else
-  return "this gshell was built without CUDA (nvcc was not found, or CUDA=0)";
-#endif
 }
 
 int gs_cuda_device_count(void) {
   if (sim_count > 0) return sim_count;
-#ifdef GS_HAVE_CUDA
-  return gs_cuda_real_device_count();
-#else
-  return 0;
-#endif
+  const gs_backend *cuda = registered[GS_BACKEND_CUDA];
+  return cuda ? cuda->device_count() : 0;
 }
 
 int gs_cuda_current_device(void) { return current_cuda; }
@@ -187,11 +190,7 @@ void gs_device_name(gs_device d, char *buf, size_t n) {
 }
 
 const gs_backend *gs_device_backend(gs_device d) {
-  if (d.type == GS_CPU) return &gs_backend_cpu;
-  if (sim_count > 0) return sim_staged ? &gs_backend_sim_staged : &gs_backend_sim;
-#ifdef GS_HAVE_CUDA
-  return &gs_backend_cuda;
-#else
-  return NULL;
-#endif
+  if (d.type == GS_CPU) return registered[GS_BACKEND_CPU];
+  if (sim_count > 0) return registered[sim_staged ? GS_BACKEND_SIM_STAGED : GS_BACKEND_SIM];
+  return registered[GS_BACKEND_CUDA];
 }

@@ -18,6 +18,19 @@ typedef struct {
 
 struct gs_backend;
 
+/* The backends the core hands out. The core names none of them: the one
+ * file that does (src/backend/registry.c) registers each here at start-up,
+ * before gs_devices_init; a kind left unregistered (CUDA in a CPU-only
+ * build) has no backend. */
+typedef enum { GS_BACKEND_CPU, GS_BACKEND_SIM, GS_BACKEND_SIM_STAGED, GS_BACKEND_CUDA, GS_BACKEND_KINDS } gs_backend_kind;
+void gs_backend_register(gs_backend_kind kind, const struct gs_backend *be);
+/* The backend registered for a kind (NULL when none), whatever the
+ * devices are now: torch.cuda.nccl.version() asks real GPUs' backend
+ * even while simulated ones stand in for them. */
+const struct gs_backend *gs_backend_of_kind(gs_backend_kind kind);
+/* The simulated devices' modelled context cost in ms (0: none or off). */
+int gs_devices_context_ms(void);
+
 /* sim_gpus > 0 makes that many simulated CUDA devices (and hides real
  * ones); sim_mem is each one's cap in bytes, 0 for none. Called once at
  * start; nothing touches a real GPU until it is used. */

@@ -121,12 +121,6 @@ bool gs_queue_can_free(const gs_buffer *b);
 void gs_queue_defer_free(gs_buffer *b, gs_queue_free_fn fn);
 void gs_queue_collect(int dev); /* frees pending blocks whose uses finished */
 
-/* Copies that touch a queued device's memory (gs_op_util.c calls these
- * for host-memory devices): host to device, device to host, device to
- * device (same or different devices). non_blocking: a copy from a pinned
- * host tensor returns at once. */
-gs_status gs_queue_copy(gs_tensor *dst, const gs_tensor *src, bool non_blocking);
-
 /* Events (torch.cuda.Event). */
 typedef struct gs_event gs_event;
 gs_event *gs_event_new(bool timing);

@@ -185,8 +185,8 @@ gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape,
 
 void gs_tensor_retain(gs_tensor *t) { t->refcount++; }
 
-void gs_grad_fn_release(struct gs_node *n); /* gs_autograd.c */
-void gs_node_destroy(struct gs_node *n);   /* gs_autograd.c */
+void (*gs_node_release_hook)(struct gs_node *n) = NULL;
+void (*gs_node_destroy_hook)(struct gs_node *n) = NULL;
 
 /* Freeing a tensor releases its .grad and grad_fn, a node releases its
  * inputs' nodes and leaves: done recursively, a loss accumulated over
@@ -200,10 +200,10 @@ static _Thread_local size_t ndead, dead_cap;
 static _Thread_local bool draining;
 
 static void destroy(dead_obj d) {
-  if (d.is_node) { gs_node_destroy(d.obj); return; }
+  if (d.is_node) { gs_node_destroy_hook(d.obj); return; }
   gs_tensor *t = d.obj;
   if (t->grad) gs_tensor_release(t->grad);
-  if (t->grad_fn) gs_grad_fn_release(t->grad_fn);
+  if (t->grad_fn) gs_node_release_hook(t->grad_fn);
   gs_buffer_release(t->buf);
   header_free(t);
 }

@@ -63,6 +63,12 @@ void gs_tensor_release(gs_tensor *t);
 /* Frees a tensor or autograd node whose count reached zero, and what that
  * releases, without recursing once per object (deep graphs, .grad chains). */
 void gs_release_dead(void *obj, bool is_node);
+/* A tensor's grad_fn is an autograd node, which the core does not know:
+ * autograd installs how to drop a reference to one and how to free one
+ * that nothing refers to any more (as gs_oom_hook works), before any
+ * node can exist. */
+extern void (*gs_node_release_hook)(struct gs_node *n);
+extern void (*gs_node_destroy_hook)(struct gs_node *n);
 
 int64_t gs_numel(const gs_tensor *t);
 bool gs_is_contiguous(const gs_tensor *t);

@@ -6,9 +6,11 @@
 #include <string.h>
 #include "dist/gs_comm.h"
 
-#ifdef GS_HAVE_CUDA
-static bool is_real_cuda(gs_device d) { return d.type == GS_CUDA && !gs_cuda_is_simulated(); }
-#endif
+/* The collective library of d's backend (NCCL on real GPUs), or NULL. */
+static const gs_collectives *collectives_of(gs_device d) {
+  const gs_backend *be = gs_device_backend(d);
+  return be ? be->collectives : NULL;
+}
 
 /* Resolves devs[i] into out[i]; each must be a CUDA device that exists. */
 static gs_status resolve_cuda(const char *fn, int n, const gs_device *devs, gs_device *out) {
@@ -21,13 +23,18 @@ static gs_status resolve_cuda(const char *fn, int n, const gs_device *devs, gs_d
 }
 
 gs_status gs_comm_nccl_version(int *major, int *minor, int *patch) {
-#ifdef GS_HAVE_CUDA
-  return gs_nccl_version(major, minor, patch);
-#else
+  const gs_backend *cuda = gs_backend_of_kind(GS_BACKEND_CUDA);
+  if (cuda && cuda->collectives) return cuda->collectives->version(major, minor, patch);
   *major = *minor = *patch = 0;
   return gs_error("torch.cuda.nccl.version: this gshell was built without CUDA (nvcc was not found, or CUDA=0), so it "
                   "never loads NCCL");
-#endif
+}
+
+/* A library's collective moved n copies of `bytes` between devices: they
+ * count as device-to-device transfers, as the engine's copies do. */
+static void count_moves(int n, uint64_t bytes) {
+  gs_transfers.d2d.count += (uint64_t)n;
+  gs_transfers.d2d.bytes += (uint64_t)n * bytes;
 }
 
 static bool all_distinct(int n, const gs_device *d) {
@@ -46,21 +53,21 @@ gs_status gs_comm_broadcast(gs_tensor *src, int n, const gs_device *devs, gs_ten
   if (n > 64) return gs_error("broadcast: at most 64 devices, got %d", n);
   GS_TRY(resolve_cuda("broadcast", n, devs, d));
   if (!all_distinct(n, d)) return gs_error("broadcast: the devices must be distinct (a device appears twice)");
-#ifdef GS_HAVE_CUDA
   gs_device sd = gs_tensor_device(src);
+  const gs_collectives *coll = collectives_of(sd);
   int root = -1;
   for (int i = 0; i < n; i++) if (gs_device_equal(d[i], sd)) root = i;
-  if (is_real_cuda(sd) && root >= 0 && n > 1) {
+  if (coll && root >= 0 && n > 1) {
     int ids[64];
     for (int i = 0; i < n; i++) ids[i] = d[i].index;
     gs_tensor *c;
     GS_TRY(gs_contiguous(src, &c));
-    gs_status s = gs_nccl_broadcast(c, root, n, ids, outs);
+    gs_status s = coll->broadcast(c, root, n, ids, outs);
+    if (s == GS_OK) count_moves(n - 1, (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype));
     if (s == GS_OK && c != src) { gs_tensor_release(outs[root]); outs[root] = src; gs_tensor_retain(src); }
     gs_tensor_release(c);
     return s;
   }
-#endif
   for (int i = 0; i < n; i++) {
     gs_status s = gs_to(src, d[i], src->dtype, &outs[i]);
     if (s != GS_OK) { release_all(i, outs); return s; }
@@ -88,24 +95,27 @@ gs_status gs_comm_reduce_add(gs_tensor *const *ins, int n, gs_device dst, gs_ten
   }
   if (!all_distinct(n, d)) return gs_error("reduce_add: expected the inputs on distinct devices (a device appears twice)");
   GS_TRY(gs_device_resolve(dst, &dst));
-#ifdef GS_HAVE_CUDA
+  const gs_collectives *coll = collectives_of(dst);
   int root = -1;
   for (int i = 0; i < n; i++) if (gs_device_equal(d[i], dst)) root = i;
-  if (is_real_cuda(dst) && root >= 0 && n > 1) {
+  if (coll && root >= 0 && n > 1) {
     int ids[64];
     gs_tensor *c[64] = {NULL}, *r = NULL;
     gs_status s = GS_OK;
     bool unsupported = false;
     for (int i = 0; i < n && s == GS_OK; i++) { ids[i] = d[i].index; s = gs_contiguous(ins[i], &c[i]); }
     if (s == GS_OK) s = gs_tensor_empty(dst, ins[0]->dtype, ins[0]->ndim, ins[0]->shape, &r);
-    if (s == GS_OK) s = gs_nccl_reduce_sum(c, root, n, ids, r, &unsupported);
+    if (s == GS_OK) s = coll->reduce_sum(c, root, n, ids, r, &unsupported);
     release_all(n, c);
-    if (s == GS_OK) { *out = r; return GS_OK; }
+    if (s == GS_OK) {
+      count_moves(n - 1, (uint64_t)gs_numel(r) * gs_dtype_size(r->dtype));
+      *out = r;
+      return GS_OK;
+    }
     gs_tensor_release(r);
     if (!unsupported) return s;
     /* a dtype NCCL has no type for (int16, bool): the copies below */
   }
-#endif
   /* The sum accumulates on dst in input order: out = ins[0] + ins[1] + ... */
   gs_tensor *acc;
   GS_TRY(gs_tensor_empty(dst, ins[0]->dtype, ins[0]->ndim, ins[0]->shape, &acc));

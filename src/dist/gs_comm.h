@@ -1,9 +1,10 @@
 /* gs_comm.h: collectives between the devices of one process
  * (torch.cuda.comm) and between processes (torch.distributed).
  *
- * Single process: real CUDA devices go through NCCL (cuda_nccl.c) where
- * NCCL has the operation (broadcast, reduce); simulated devices, and
- * dtypes NCCL lacks, use the engine's device-to-device copies, so every
+ * Single process: devices whose backend has a collective library
+ * (core/gs_collectives.h: NCCL on real GPUs) use it where it has the
+ * operation (broadcast, reduce); simulated devices, and dtypes the
+ * library lacks, use the engine's device-to-device copies, so every
  * move is counted in gs_transfers. Each device's part is one call through
  * its backend. */
 #ifndef GS_COMM_H
@@ -28,18 +29,5 @@ gs_status gs_comm_gather(gs_tensor *const *ins, int n, int dim, gs_device dst, g
  * and reads its version; an error saying where NCCL was looked for when
  * it is missing, or that this gshell was built without CUDA. */
 gs_status gs_comm_nccl_version(int *major, int *minor, int *patch);
-
-#ifdef GS_HAVE_CUDA
-/* cuda_nccl.c. libnccl is opened at the first call; without it these
- * fail with a message saying what to install. Tensors are contiguous. */
-/* outs[i] (allocated here, on devs[i]) = src (on devs[root]; outs[root] is src). */
-gs_status gs_nccl_broadcast(gs_tensor *src, int root, int n, const int *devs, gs_tensor **outs);
-/* out (on devs[root], allocated by the caller) = sum of ins[i] (on devs[i]).
- * Fails with *unsupported set when NCCL has no type for the dtype. */
-gs_status gs_nccl_reduce_sum(gs_tensor *const *ins, int root, int n, const int *devs, gs_tensor *out,
-                             bool *unsupported);
-/* The loaded NCCL's version (ncclGetVersion). */
-gs_status gs_nccl_version(int *major, int *minor, int *patch);
-#endif
 
 #endif

@@ -1,15 +1,23 @@
 /* gs_dist.c: the process group's front: checks what can be checked on
  * this rank, describes each call for the ranks' agreement check, stages
  * non-contiguous tensors, and hands the payload to MPI (dist_mpi.c) or,
- * for real GPU tensors under the nccl backend, to NCCL (cuda_nccl.c). */
+ * for real GPU tensors under the nccl backend, to the CUDA backend's
+ * collective library (NCCL, core/gs_collectives.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dist/gs_dist.h"
+#include "dist/dist_mpi.h"
 
 static bool initialized, mpi_started, exiting, destroyed;
 static gs_dist_backend backend;
 static void *nccl_comm;
+
+/* The collective library of real GPUs' backend (NCCL), NULL in a build
+ * without CUDA. */
+static const gs_collectives *nccl(void) {
+  const gs_backend *cuda = gs_backend_of_kind(GS_BACKEND_CUDA);
+  return cuda ? cuda->collectives : NULL;
+}
 
 bool gs_dist_available(const char **why) { return gs_mpi_load(why); }
 bool gs_dist_is_initialized(void) { return initialized; }
@@ -113,7 +121,6 @@ static gs_status submit(gs_dist_work *w, gs_dist_work **async) {
 
 static gs_status run_sync(gs_dist_work *w) { return submit(w, NULL); }
 
-#ifdef GS_HAVE_CUDA
 /* For a work that writes into the caller's stack: no interrupt. */
 static gs_status run_to_end(gs_dist_work *w) {
   gs_mpi_submit(w);
@@ -121,7 +128,6 @@ static gs_status run_to_end(gs_dist_work *w) {
   gs_dist_work *p = w;
   return gs_dist_wait(&p, NULL);
 }
-#endif
 
 /* Processes that are not gshell's binary (stock lua5.4 with torch.so)
  * do not call gs_dist_exit: MPI is finalized at exit when the script
@@ -136,11 +142,9 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
                     "(call destroy_process_group() first)");
   const char *why = NULL;
   if (!gs_mpi_load(&why)) return gs_error("torch.distributed is not available: %s", why);
-#ifndef GS_HAVE_CUDA
-  if (be == GS_DIST_BACKEND_NCCL)
+  if (be == GS_DIST_BACKEND_NCCL && !nccl())
     return gs_error("torch.distributed.init_process_group: the nccl backend needs a gshell built with CUDA "
                     "(this one was built without it); use backend='mpi'");
-#endif
   if (!mpi_started) {
     gs_dist_work *w = work_new(GS_MPI_INIT, "init_process_group");
     if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
@@ -148,11 +152,10 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
     mpi_started = true;
     atexit(finalize_if_destroyed);
   }
-#ifdef GS_HAVE_CUDA
   if (be == GS_DIST_BACKEND_NCCL) {
     /* rank 0 makes the id, MPI carries it to the others */
     char id[128] = {0};
-    gs_status s = gs_mpi_rank == 0 ? gs_nccl_unique_id(id, sizeof id) : GS_OK;
+    gs_status s = gs_mpi_rank == 0 ? nccl()->unique_id(id, sizeof id) : GS_OK;
     gs_dist_work *w = work_new(GS_MPI_BCAST_BYTES, "init_process_group");
     if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
     /* a rank that failed to make the id still joins the broadcast, with
@@ -166,11 +169,8 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
     static const char zeros[128];
     if (memcmp(id, zeros, sizeof id) == 0)
       return gs_error("torch.distributed.init_process_group: rank 0 could not create the NCCL id (see its error)");
-    GS_TRY(gs_nccl_comm_init_rank(&nccl_comm, gs_mpi_size, id, gs_mpi_rank, device));
+    GS_TRY(nccl()->comm_init_rank(&nccl_comm, gs_mpi_size, id, gs_mpi_rank, device));
   }
-#else
-  (void)device;
-#endif
   backend = be;
   initialized = true;
   destroyed = false;
@@ -180,9 +180,7 @@ gs_status gs_dist_init(gs_dist_backend be, int device) {
 gs_status gs_dist_destroy(void) {
   if (!initialized)
     return gs_error("torch.distributed.destroy_process_group: no process group is initialized");
-#ifdef GS_HAVE_CUDA
-  gs_nccl_comm_destroy(nccl_comm);
-#endif
+  if (nccl_comm) nccl()->comm_destroy(nccl_comm);
   nccl_comm = NULL;
   initialized = false; /* MPI itself stays up until exit: it cannot start twice */
   destroyed = true;
@@ -262,21 +260,20 @@ static gs_status stage_inplace(gs_dist_work *w, gs_tensor *t) {
   return GS_OK;
 }
 
-#ifdef GS_HAVE_CUDA
 /* nccl backend, real GPU tensor: the ranks agree over MPI, then NCCL
  * queues the payload on the device's stream. */
-static gs_status nccl_call(gs_dist_work *w, int kind, gs_tensor *send, gs_tensor *recv, gs_dist_op op, int root) {
+static gs_status nccl_call(gs_dist_work *w, gs_coll_kind kind, gs_tensor *send, gs_tensor *recv, gs_dist_op op, int root) {
   gs_mpi_kind k = w->kind;
   w->kind = GS_MPI_BARRIER; /* agreement only */
   w->meta[0] = k;
   GS_TRY(run_sync(w));
-  return gs_nccl_collective(nccl_comm, kind, send, recv, op, root);
+  return nccl()->collective(nccl_comm, kind, send, recv, op, root);
 }
 
-/* A collective on NCCL (kinds as gs_nccl_collective; in == out for all_reduce
- * and broadcast): contiguous operands, the result copied back into out
- * when it was not. Frees w. */
-static gs_status nccl_run(gs_dist_work *w, int kind, gs_tensor *in, gs_tensor *out, gs_dist_op op, int root) {
+/* A collective on NCCL (in == out for all_reduce and broadcast):
+ * contiguous operands, the result copied back into out when it was not.
+ * Frees w. */
+static gs_status nccl_run(gs_dist_work *w, gs_coll_kind kind, gs_tensor *in, gs_tensor *out, gs_dist_op op, int root) {
   gs_tensor *ci = NULL, *co = NULL;
   gs_status s = gs_contiguous(in, &ci);
   if (s == GS_OK) s = gs_contiguous(out, &co);
@@ -288,7 +285,6 @@ static gs_status nccl_run(gs_dist_work *w, int kind, gs_tensor *in, gs_tensor *o
   gs_tensor_release(co);
   return s;
 }
-#endif
 
 gs_status gs_dist_all_reduce(gs_tensor *t, gs_dist_op op, gs_dist_work **async) {
   if (async) *async = NULL;
@@ -298,9 +294,7 @@ gs_status gs_dist_all_reduce(gs_tensor *t, gs_dist_op op, gs_dist_work **async) 
   gs_dist_work *w = work_new(GS_MPI_ALL_REDUCE, "all_reduce");
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
   describe(w, t, op, 0);
-#ifdef GS_HAVE_CUDA
-  if (on_real_gpu(t)) return nccl_run(w, 0, t, t, op, 0);
-#endif
+  if (on_real_gpu(t)) return nccl_run(w, GS_COLL_ALL_REDUCE, t, t, op, 0);
   gs_status s = stage_inplace(w, t);
   if (s != GS_OK) { free(w); return s; }
   w->count = gs_numel(t);
@@ -317,9 +311,7 @@ gs_status gs_dist_broadcast(gs_tensor *t, int src, gs_dist_work **async) {
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
   describe(w, t, GS_DIST_SUM, src);
   w->root = src;
-#ifdef GS_HAVE_CUDA
-  if (on_real_gpu(t)) return nccl_run(w, 1, t, t, GS_DIST_SUM, src);
-#endif
+  if (on_real_gpu(t)) return nccl_run(w, GS_COLL_BROADCAST, t, t, GS_DIST_SUM, src);
   gs_status s = stage_inplace(w, t);
   if (s != GS_OK) { free(w); return s; }
   w->count = gs_numel(t);
@@ -375,9 +367,7 @@ static gs_status gather_or_scatter(gs_mpi_kind kind, const char *what, gs_tensor
   if (!w) return gs_error_code(GS_ERR_OOM, "out of host memory");
   describe(w, small, op, 0);
   w->count = gs_numel(small);
-#ifdef GS_HAVE_CUDA
-  if (on_real_gpu(in)) return nccl_run(w, gather ? 2 : 3, in, out, op, 0);
-#endif
+  if (on_real_gpu(in)) return nccl_run(w, gather ? GS_COLL_ALL_GATHER : GS_COLL_REDUCE_SCATTER, in, out, op, 0);
   gs_status s = two_tensor(w, out, in);
   if (s != GS_OK) { free(w); return s; }
   return submit(w, async);

@@ -11,9 +11,9 @@
 #ifndef GS_DIST_H
 #define GS_DIST_H
 
+#include "core/gs_collectives.h"
 #include "ops/gs_ops.h"
 
-typedef enum { GS_DIST_SUM, GS_DIST_AVG, GS_DIST_PRODUCT, GS_DIST_MIN, GS_DIST_MAX } gs_dist_op;
 typedef enum { GS_DIST_BACKEND_MPI, GS_DIST_BACKEND_NCCL } gs_dist_backend;
 
 /* Whether MPI can be loaded; *why says why not (a static string). */
@@ -59,51 +59,5 @@ gs_status gs_dist_all_gather_into(gs_tensor *out, gs_tensor *t, gs_dist_work **a
  * slice of in. */
 gs_status gs_dist_reduce_scatter_from(gs_tensor *out, gs_tensor *in, gs_dist_op op, gs_dist_work **async);
 gs_status gs_dist_barrier(gs_dist_work **async);
-
-/* The MPI layer (dist_mpi.c), used by gs_dist.c only. */
-typedef enum { GS_MPI_INIT, GS_MPI_ALL_REDUCE, GS_MPI_BCAST, GS_MPI_ALL_GATHER, GS_MPI_REDUCE_SCATTER,
-               GS_MPI_BARRIER, GS_MPI_BCAST_BYTES, GS_MPI_FINALIZE } gs_mpi_kind;
-#define GS_DIST_META_WORDS 24
-struct gs_dist_work {
-  gs_mpi_kind kind;
-  gs_dist_op op;
-  int root;
-  gs_dtype dtype;
-  void *send, *recv;              /* host memory; send may equal recv (in place) */
-  int64_t count;                  /* elements per rank */
-  int64_t meta[GS_DIST_META_WORDS]; /* what every rank must agree on */
-  const char *what;               /* "all_reduce": for messages */
-  /* filled by the communication thread */
-  bool done;
-  gs_status status;
-  char msg[768];
-  gs_dist_times times;
-  uint64_t version[2];            /* of hold/copy_to's buffers at submit */
-  /* for the caller: tensors held until the work is waited on, and a
-   * result to copy back (a non-contiguous or staged tensor) */
-  gs_tensor *hold[2];
-  gs_tensor *copy_to, *copy_from;
-  struct gs_dist_work *next;     /* in the communication thread's queue */
-  struct gs_dist_work *next_abandoned; /* the caller's list (gs_dist.c) */
-};
-bool gs_mpi_load(const char **why);
-/* Queues w on the communication thread (started by the first call). */
-void gs_mpi_submit(gs_dist_work *w);
-/* Blocks until w is done (true), or, when interruptible, until Ctrl-C
- * (false, w still in flight). */
-bool gs_mpi_wait_done(gs_dist_work *w, bool interruptible);
-double gs_mpi_now(void);
-bool gs_mpi_poll_done(gs_dist_work *w);
-void gs_mpi_stop_thread(void);
-extern int gs_mpi_rank, gs_mpi_size;
-
-#ifdef GS_HAVE_CUDA
-/* cuda_nccl.c: the cross-process communicator of the nccl backend. */
-gs_status gs_nccl_unique_id(void *id, size_t n); /* n = 128 */
-gs_status gs_nccl_comm_init_rank(void **comm, int nranks, const void *id, int rank, int device);
-void gs_nccl_comm_destroy(void *comm);
-/* kind: 0 all_reduce, 1 broadcast, 2 all_gather, 3 reduce_scatter */
-gs_status gs_nccl_collective(void *comm, int kind, gs_tensor *send, gs_tensor *recv, gs_dist_op op, int root);
-#endif
 
 #endif

@@ -27,8 +27,10 @@
 #define GSK_MAX_FRAMES 64           /* identities + delimiter + parts, at most */
 #define GSK_MAX_FRAME_BYTES (64L << 20)
 
-/* Where the kernel writes its own log lines (the stderr it was started
- * with, before fd 2 became the cell's stderr stream). */
+/* ---- kernel_msg.c: the kernel's own log lines go to the stderr it was
+ * started with (gsK_log_fd: kernel_iopub.c points it there while fd 2 is
+ * the cell's stderr stream) ---- */
+extern int gsK_log_fd;
 void gsK_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- kernel_conn.c ------------------------------------------------------ */

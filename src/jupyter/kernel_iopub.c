@@ -28,22 +28,6 @@ static int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
 static int saved_out = -1, saved_err = -1;
 static json_t *stream_parent;   /* iopub thread only */
 
-void gsK_log(const char *fmt, ...) {
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
-  line[n++] = '\n';
-  char head[] = "gshell kernel: ";
-  int fd = saved_err >= 0 ? saved_err : 2;
-  ssize_t w = write(fd, head, sizeof head - 1);
-  w = write(fd, line, (size_t)n);
-  (void)w;
-}
-
 /* The parent of the stream messages changes through the PAIR, in order
  * with the rest: output written under the old parent is drained first.
  * The caller waits for the thread to answer, so that what it writes next
@@ -229,6 +213,7 @@ int gsK_iopub_start(void *ctx, void *pub, const char *addr, char *err, size_t er
     snprintf(err, errlen, "cannot redirect stdout/stderr: %s", strerror(errno));
     return -1;
   }
+  gsK_log_fd = saved_err; /* the log keeps going to the real stderr */
   /* a pipe makes stdout fully buffered: print whole lines as they come */
   setvbuf(stdout, NULL, _IOLBF, 0);
   srcs[0].fd = out_pipe[0];
@@ -266,7 +251,7 @@ void gsK_iopub_shutdown(void *iopub_in) {
   pull_sock = NULL;
   fflush(stdout);
   if (saved_out >= 0) { dup2(saved_out, 1); close(saved_out); saved_out = -1; }
-  if (saved_err >= 0) { dup2(saved_err, 2); close(saved_err); saved_err = -1; }
+  if (saved_err >= 0) { gsK_log_fd = 2; dup2(saved_err, 2); close(saved_err); saved_err = -1; }
   for (int i = 0; i < 2; i++) {
     if (out_pipe[i] >= 0) close(out_pipe[i]);
     if (err_pipe[i] >= 0) close(err_pipe[i]);

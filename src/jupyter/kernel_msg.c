@@ -6,6 +6,7 @@
  * jansson's. Anything that is not such a message, or whose signature does
  * not match, is dropped here and logged; it never reaches a handler. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,23 @@
 #include <openssl/evp.h>
 
 #include "jupyter/kernel.h"
+
+int gsK_log_fd = 2;
+
+void gsK_log(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  char head[] = "gshell kernel: ";
+  ssize_t w = write(gsK_log_fd, head, sizeof head - 1);
+  w = write(gsK_log_fd, line, (size_t)n);
+  (void)w;
+}
 
 static char *sign_key;
 static size_t sign_key_len;

@@ -19,16 +19,6 @@ void gs_log_op(const char *op, const gs_tensor *t) {
 }
 
 /* PyTorch's short type names, used in its error messages. */
-#define NAME_U(ID, name, ...) [GS_U_##ID] = #name,
-#define NAME_B(ID, name, ...) [GS_B_##ID] = #name,
-#define NAME_R(ID, name, ...) [GS_R_##ID] = #name,
-static const char *const unary_names[GS_U_COUNT] = {GS_UNARY_OPS(NAME_U)};
-static const char *const binary_names[GS_B_COUNT] = {GS_BINARY_OPS(NAME_B)};
-static const char *const reduce_names[GS_R_COUNT] = {GS_REDUCE_OPS(NAME_R)};
-const char *gs_unary_name(gs_unary_op op) { return unary_names[op]; }
-const char *gs_binary_name(gs_binary_op op) { return binary_names[op]; }
-const char *gs_reduce_name(gs_reduce_op op) { return reduce_names[op]; }
-
 const char *gs_dtype_torch_name(gs_dtype t) {
   static const char *n[GS_NDTYPES] = {"Float", "Double", "Half", "BFloat16", "Long",
                                       "Int", "Short", "Char", "Byte", "Bool"};
@@ -144,19 +134,7 @@ gs_status gs_cast(const gs_tensor *x, gs_dtype dt, gs_tensor **out) {
 
 static void count(gs_transfer_count *c, uint64_t bytes) { c->count++; c->bytes += bytes; }
 
-/* Copies between two different devices. Host memories (the cpu and
- * simulated GPUs: the backend's host_memory flag) copy element by element
- * directly. Otherwise raw bytes move with the backends' memcpy slots from
- * a contiguous source (the source itself when it is contiguous) straight
- * into the destination when it is contiguous with the source's dtype;
- * only a dtype change or a strided destination goes through a staging
- * tensor on the destination's device, then the device's copy kernel.
- * Every such copy counts as exactly one transfer (torch.cuda.transfers()):
- * h2d when the source is the cpu, d2h when the destination is, d2d
- * between two GPUs (even when it bounces through the host), with the
- * bytes of the source elements moved. Printing, item() and tolist() of a
- * GPU tensor are one d2h each (gs_to_host_contiguous); a copy within one
- * device is no transfer. */
+/* A copy within one device: the device's copy kernel, no transfer. */
 static gs_status copy_same_device(gs_tensor *dst, const gs_tensor *src) {
   const gs_backend *be;
   GS_DISPATCH(be, dst, copy, "copy_");
@@ -179,6 +157,19 @@ static gs_status move_bytes(gs_device dd, void *to, gs_device sd, const void *fr
   return st;
 }
 
+/* Copies between two different devices. Host memories (the cpu and
+ * simulated GPUs: the backend's host_memory flag) copy element by element
+ * directly. Otherwise raw bytes move with the backends' memcpy slots from
+ * a contiguous source (the source itself when it is contiguous) straight
+ * into the destination when it is contiguous with the source's dtype;
+ * only a dtype change or a strided destination goes through a staging
+ * tensor on the destination's device, then the device's copy kernel.
+ * Every such copy counts as exactly one transfer (torch.cuda.transfers()):
+ * h2d when the source is the cpu, d2h when the destination is, d2d
+ * between two GPUs (even when it bounces through the host), with the
+ * bytes of the source elements moved. Printing, item() and tolist() of a
+ * GPU tensor are one d2h each (gs_to_host_contiguous); a copy within one
+ * device is no transfer. */
 static gs_status copy_across(gs_tensor *dst, const gs_tensor *src, bool non_blocking) {
   gs_device dd = gs_tensor_device(dst), sd = gs_tensor_device(src);
   uint64_t bytes = (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype);
@@ -188,7 +179,7 @@ static gs_status copy_across(gs_tensor *dst, const gs_tensor *src, bool non_bloc
      * where the host reads: errors its kernels found surface there) */
     const gs_backend *sb = gs_device_backend(sd), *db = gs_device_backend(dd);
     const gs_backend *q = sb->copy_queued ? sb : db->copy_queued ? db : NULL;
-    GS_TRY(q ? q->copy_queued(dst, src, non_blocking) : gs_backend_cpu.copy(dst, src));
+    GS_TRY(q ? q->copy_queued(dst, src, non_blocking) : gs_device_backend(gs_cpu())->copy(dst, src));
     count(c, bytes);
     return GS_OK;
   }

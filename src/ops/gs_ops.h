@@ -9,6 +9,7 @@
 #define GS_OPS_H
 
 #include "core/gs_backend.h"
+#include "core/gs_op_names.h"
 
 /* ---- validation helpers shared by the op files ---- */
 gs_status gs_check_same_device(const gs_tensor *a, const gs_tensor *b);
@@ -35,9 +36,6 @@ gs_status gs_no_kernel(const char *op, const gs_tensor *t);
     if (!(be) || !(be)->slot) return gs_no_kernel((opname), (t));           \
   } while (0)
 /* An op's name (messages, placement log, Lua method): "neg", "add", "sum". */
-const char *gs_unary_name(gs_unary_op op);
-const char *gs_binary_name(gs_binary_op op);
-const char *gs_reduce_name(gs_reduce_op op);
 const char *gs_dtype_torch_name(gs_dtype t); /* "Float", "Long": PyTorch's messages */
 void gs_shape_str(const gs_tensor *t, char *buf, size_t len); /* "[2, 3]" */
 /* One line per op when torch.set_log_device_placement(true). */

@@ -53,7 +53,6 @@ function MSELoss:forward(input, target)
       .. "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.\n",
       tostring(st), tostring(si)))
   end
-  if torch.mse_loss then return torch.mse_loss(input, target, { reduction = self.reduction }) end
   local d = input - target
   return reduce(d * d, self.reduction)
 end

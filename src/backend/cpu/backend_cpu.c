@@ -9,7 +9,7 @@
 #include <string.h>
 #include "backend/cpu/backend_cpu.h"
 #include "core/gs_alloc_host.h"
-#include "ops/gs_ops.h"
+#include "core/gs_op_names.h"
 #include "core/gs_prof.h"
 
 static void *cpu_alloc(int i, size_t n) { return gs_host_alloc(n); }

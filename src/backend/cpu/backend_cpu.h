@@ -1,36 +1,22 @@
-/* backend_cpu.h: the CPU kernels, shared by the cpu and sim backends
- * (a simulated GPU computes on the host). See gs_backend.h for contracts. */
+/* backend_cpu.h: the cpu backend's table and its kernels' headers, shared
+ * by the cpu and sim backends (a simulated GPU computes on the host). See
+ * core/gs_backend.h for the contracts. */
 #ifndef BACKEND_CPU_H
 #define BACKEND_CPU_H
 #include "core/gs_backend.h"
 #include "core/gs_devflag.h"
 
-gs_status gs_cpu_copy(gs_tensor *dst, const gs_tensor *src);
-gs_status gs_cpu_fill(gs_tensor *dst, gs_scalar value);
-gs_status gs_cpu_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args);
-gs_status gs_cpu_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b);
-gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim);
-gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log);
-gs_status gs_cpu_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);
-gs_status gs_cpu_arange(gs_tensor *dst, double start, double step);
-gs_status gs_cpu_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset);
-gs_status gs_cpu_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx);
-gs_status gs_cpu_check_index(const gs_tensor *idx, int64_t size, int code);
+extern const gs_backend gs_backend_cpu;
 
-/* The same kernels for a device that reports errors in the data later
- * (simulated GPUs, gs_devflag.h): with flag non-NULL, an integer division
- * by zero or an index out of range is recorded there and the kernel
- * returns GS_OK (its output then undefined: zeros for index_select); with
- * NULL it is an error at once, as the plain versions above. */
-gs_status gs_cpu_binary_flagged(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b,
-                                gs_devflag *flag);
-gs_status gs_cpu_index_select_flagged(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx,
-                                      gs_devflag *flag);
-gs_status gs_cpu_check_index_flagged(const gs_tensor *idx, int64_t size, int code, gs_devflag *flag);
+/* The kernels, one header per file; the sim backend queues the same ones. */
+#include "backend/cpu/cpu_binary.h"
+#include "backend/cpu/cpu_copy.h"
+#include "backend/cpu/cpu_gemm.h"
+#include "backend/cpu/cpu_random.h"
+#include "backend/cpu/cpu_reduce.h"
+#include "backend/cpu/cpu_unary.h"
 
-/* Below this many elements a kernel runs on one thread: the pool's
- * workers sleep between jobs, and waking one costs more than it saves
- * on smaller ops (measured on the MLP step: 451 -> 593 steps/s). */
+/* Below this many elements a kernel runs on the calling thread alone. */
 #define GS_PARALLEL_GRAIN 131072
 
 #endif

@@ -4,6 +4,7 @@
  * wraps like PyTorch's (done in unsigned to avoid C's overflow UB);
  * integer division by zero is reported instead of trapping. */
 #include <math.h>
+#include "backend/cpu/cpu_binary.h"
 #include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_iter.h"
 #include "backend/cpu/cpu_math.h"

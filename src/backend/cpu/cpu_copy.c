@@ -1,6 +1,7 @@
 /* cpu_copy.c: copy with dtype conversion between any of the ten dtypes,
  * fill, arange and index_select. */
 #include <string.h>
+#include "backend/cpu/cpu_copy.h"
 #include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_iter.h"
 #include "core/gs_parallel.h"

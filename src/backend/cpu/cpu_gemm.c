@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend/cpu/cpu_gemm.h"
 #include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 

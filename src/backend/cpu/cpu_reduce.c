@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend/cpu/cpu_reduce.h"
 #include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_parallel.h"

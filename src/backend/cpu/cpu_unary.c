@@ -2,6 +2,7 @@
  * float32 exp is cpu_math.h's vectorisable one; the rest use libm. */
 #include <math.h>
 #include <string.h>
+#include "backend/cpu/cpu_unary.h"
 #include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_iter.h"
 #include "backend/cpu/cpu_math.h"

@@ -29,6 +29,7 @@
 #include <cuda_runtime_api.h>
 #include "backend/cuda/backend_cuda.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_nccl.h"
 #include "core/gs_block_pool.h"
 #include "core/gs_dlopen.h"
 
@@ -397,6 +398,7 @@ static gs_status cuda_properties(int index, gs_device_props *out) {
 
 const gs_backend gs_backend_cuda = {
   .name = "cuda",
+  .device_count = gs_cuda_real_device_count, .unavailable_reason = gs_cuda_unavailable_reason,
   .properties = cuda_properties, /* no utilization: gshell does not link NVML */
   .alloc = cuda_alloc, .alloc_failure = cuda_alloc_failure,
   .free = cuda_free,
@@ -418,6 +420,7 @@ const gs_backend gs_backend_cuda = {
   .random = gs_cuda_random,
   .index_select = gs_cuda_index_select,
   .check_index = gs_cuda_check_index,
+  .collectives = &gs_nccl_collectives,
 };
 
 #endif /* GS_HAVE_CUDA */

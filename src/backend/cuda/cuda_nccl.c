@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_nccl.h"
 #include "core/gs_dlopen.h"
-#include "dist/gs_comm.h"
-#include "dist/gs_dist.h"
 
 /* The slice of the NCCL 2 ABI used here (values from nccl.h). */
 typedef void *nccl_comm;
@@ -106,7 +105,7 @@ static int nccl_type(gs_dtype t) {
 
 /* nccl.h's NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since
  * NCCL 2.9 (major * 1000 + minor * 100 + patch before). */
-gs_status gs_nccl_version(int *major, int *minor, int *patch) {
+static gs_status gs_nccl_version(int *major, int *minor, int *patch) {
   *major = *minor = *patch = 0;
   GS_TRY(ready());
   int code = 0;
@@ -140,7 +139,7 @@ static gs_status group_end(const char *what) {
   return GS_OK;
 }
 
-gs_status gs_nccl_broadcast(gs_tensor *src, int root, int n, const int *devs, gs_tensor **outs) {
+static gs_status gs_nccl_broadcast(gs_tensor *src, int root, int n, const int *devs, gs_tensor **outs) {
   GS_TRY(clique_for(n, devs));
   size_t bytes = (size_t)gs_numel(src) * gs_dtype_size(src->dtype);
   for (int i = 0; i < n; i++) outs[i] = NULL;
@@ -162,12 +161,10 @@ gs_status gs_nccl_broadcast(gs_tensor *src, int root, int n, const int *devs, gs
     if (s == GS_OK) s = e;
   }
   if (s != GS_OK) { for (int i = 0; i < n; i++) { gs_tensor_release(outs[i]); outs[i] = NULL; } return s; }
-  gs_transfers.d2d.count += (uint64_t)(n - 1);
-  gs_transfers.d2d.bytes += (uint64_t)(n - 1) * bytes;
   return GS_OK;
 }
 
-gs_status gs_nccl_reduce_sum(gs_tensor *const *ins, int root, int n, const int *devs, gs_tensor *out,
+static gs_status gs_nccl_reduce_sum(gs_tensor *const *ins, int root, int n, const int *devs, gs_tensor *out,
                              bool *unsupported) {
   int type = nccl_type(out->dtype);
   *unsupported = type < 0;
@@ -185,15 +182,12 @@ gs_status gs_nccl_reduce_sum(gs_tensor *const *ins, int root, int n, const int *
   }
   gs_status e = group_end("ncclReduce");
   if (s != GS_OK) return s;
-  GS_TRY(e);
-  gs_transfers.d2d.count += (uint64_t)(n - 1);
-  gs_transfers.d2d.bytes += (uint64_t)(n - 1) * count * gs_dtype_size(out->dtype);
-  return GS_OK;
+  return e;
 }
 
 /* ---- across processes: one communicator per process, on its device ---- */
 
-gs_status gs_nccl_unique_id(void *id, size_t n) {
+static gs_status gs_nccl_unique_id(void *id, size_t n) {
   GS_TRY(ready());
   if (n != sizeof(nccl_id)) return gs_error("NCCL unique id: expected %zu bytes", sizeof(nccl_id));
   nccl_id u;
@@ -202,7 +196,7 @@ gs_status gs_nccl_unique_id(void *id, size_t n) {
   return GS_OK;
 }
 
-gs_status gs_nccl_comm_init_rank(void **comm, int nranks, const void *id, int rank, int device) {
+static gs_status gs_nccl_comm_init_rank(void **comm, int nranks, const void *id, int rank, int device) {
   GS_TRY(ready());
   cudaStream_t st;
   GS_TRY(gs_cuda_stream(device, &st)); /* makes the device current for ncclCommInitRank */
@@ -212,7 +206,7 @@ gs_status gs_nccl_comm_init_rank(void **comm, int nranks, const void *id, int ra
   return GS_OK;
 }
 
-void gs_nccl_comm_destroy(void *comm) {
+static void gs_nccl_comm_destroy(void *comm) {
   if (comm && nc.lib) nc.comm_destroy(comm);
 }
 
@@ -226,25 +220,37 @@ static int nccl_op(gs_dist_op op) {
   }
 }
 
-/* kind: 0 all_reduce (send == recv), 1 broadcast (root), 2 all_gather
- * (recv holds nranks * count), 3 reduce_scatter (send holds nranks * count). */
-gs_status gs_nccl_collective(void *comm, int kind, gs_tensor *send, gs_tensor *recv, gs_dist_op op, int root) {
+/* all_reduce: send == recv; broadcast: from root; all_gather: recv holds
+ * nranks * count; reduce_scatter: send holds nranks * count. */
+static gs_status gs_nccl_collective(void *comm, gs_coll_kind kind, gs_tensor *send, gs_tensor *recv, gs_dist_op op, int root) {
   int type = nccl_type(send->dtype);
   if (type < 0) return gs_error("the nccl backend has no type for %s tensors", gs_dtype_name(send->dtype));
   cudaStream_t st;
   int device = gs_tensor_device(send).index;
   GS_TRY(gs_cuda_stream(device, &st));
-  size_t count = (size_t)gs_numel(kind == 3 ? recv : send);
+  size_t count = (size_t)gs_numel(kind == GS_COLL_REDUCE_SCATTER ? recv : send);
   int r = 0;
   const char *what = "";
   switch (kind) {
-  case 0: what = "ncclAllReduce"; r = nc.all_reduce(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, nccl_op(op), comm, st); break;
-  case 1: what = "ncclBroadcast"; r = nc.bcast(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, root, comm, st); break;
-  case 2: what = "ncclAllGather"; r = nc.all_gather(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, comm, st); break;
+  case GS_COLL_ALL_REDUCE: what = "ncclAllReduce"; r = nc.all_reduce(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, nccl_op(op), comm, st); break;
+  case GS_COLL_BROADCAST: what = "ncclBroadcast"; r = nc.bcast(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, root, comm, st); break;
+  case GS_COLL_ALL_GATHER: what = "ncclAllGather"; r = nc.all_gather(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, comm, st); break;
   default: what = "ncclReduceScatter"; r = nc.reduce_scatter(gs_tensor_ptr(send), gs_tensor_ptr(recv), count, type, nccl_op(op), comm, st); break;
   }
   if (r != 0) return nccl_fail(r, what);
   return GS_OK;
 }
+
+const gs_collectives gs_nccl_collectives = {
+  .name = "nccl",
+  .version = gs_nccl_version,
+  .broadcast = gs_nccl_broadcast,
+  .reduce_sum = gs_nccl_reduce_sum,
+  .id_bytes = sizeof(nccl_id),
+  .unique_id = gs_nccl_unique_id,
+  .comm_init_rank = gs_nccl_comm_init_rank,
+  .comm_destroy = gs_nccl_comm_destroy,
+  .collective = gs_nccl_collective,
+};
 
 #endif

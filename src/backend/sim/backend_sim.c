@@ -28,7 +28,7 @@
 #include "backend/cpu/backend_cpu.h"
 #include "backend/sim/backend_sim.h"
 #include "core/gs_block_pool.h"
-#include "ops/gs_ops.h"
+#include "core/gs_op_names.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
 #include "core/gs_stream.h"
@@ -441,6 +441,7 @@ static gs_status sim_sync(int i) { return gs_queue_sync_device(i, "torch.cuda.sy
 static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffer_host_wait(b, what); }
 
 #define SIM_SLOTS                                                            \
+  .configure = gs_sim_configure, .context_ms = gs_sim_context_ms,            \
   .properties = sim_properties, .utilization = sim_utilization,              \
   .alloc = sim_alloc, .free = sim_free, .count_oom = sim_count_oom,          \
   .empty_cache = sim_empty_cache,                                            \

@@ -3,7 +3,8 @@
  * bind sets on their own threads. It starts nsets threads, each bound to
  * a set of its own, which run parallel jobs and matrix products at the
  * same time; the results are checked on the calling thread afterwards.
- * torch._with_workers runs Lua code with a set of a given size bound. */
+ * torch._with_workers runs Lua code with a set of a given size bound.
+ * Built into the specs' torch.so only (the Makefile's SPEC_TORCH). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 #include "bind/lua_gs.h"
+
+void gsL_open_workers(lua_State *L);
 
 #define SELFTEST_CHUNKS 997
 
