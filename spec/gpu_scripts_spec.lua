@@ -52,7 +52,7 @@ end)
 -- instrumented by a sanitizer build's preload, so a sanitizer run would
 -- only repeat what the plain one checks, ten times slower.
 local H = require("helpers")
-local plain_it = (H.UNDER_ASAN or H.UNDER_TSAN) and pending or it
+local plain_it = H.plain_it(it, pending, "gpu_run.sh drives uninstrumented gshell and python processes")
 
 describe("tools/gpu_run.sh", function()
   local out_dir
@@ -100,6 +100,17 @@ describe("tools/gpu_run.sh", function()
     assert.truthy(read("memcheck.txt"):find("PASS  reductions float32", 1, true), read("memcheck.txt"))
     assert.truthy(read("gpu_big.txt"):find("gpu_big: 0 failed", 1, true), read("gpu_big.txt"))
     assert.truthy(read("bench.md"):find("| sum_64M_f32 | ", 1, true), read("bench.md"))
+  end)
+
+  plain_it("GPU_RUN_PARTS runs only the parts named (a second call after a fix)", function()
+    local out, code = run("GPU_RUN_PARTS='env gpu_big'")
+    assert.are.equal(0, code, out)
+    local summary = read("summary.txt")
+    assert.truthy(summary:find("gpu_run: env: ok", 1, true), summary)
+    assert.truthy(summary:find("gpu_run: gpu_big: ok", 1, true), summary)
+    for _, p in ipairs({ "gpu_check", "memcheck", "bench" }) do
+      assert.truthy(summary:find("gpu_run: " .. p .. ": not asked for (GPU_RUN_PARTS)", 1, true), summary)
+    end
   end)
 
   plain_it("a spent budget skips the parts left and says so", function()

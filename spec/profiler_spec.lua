@@ -125,19 +125,25 @@ describe("torch.profiler.profile on the cpu (the host lane)", function()
     -- no collection of the suite's heap inside the profile: fn is the kernel
     collectgarbage()
     collectgarbage("stop")
-    local t0 = torch.clock()
-    local p = torch.profiler.profile(function() local _ = big:exp() end)
-    local wall_ns = (torch.clock() - t0) * 1e9
+    -- the best of three: on a shared 2-core machine another process can
+    -- take the core in the middle of any one of them
+    local best
+    for _ = 1, 3 do
+      local t0 = torch.clock()
+      local p = torch.profiler.profile(function() local _ = big:exp() end)
+      local wall_ns = (torch.clock() - t0) * 1e9
+      local exp = row(p:key_averages(), "exp")
+      assert.are.equal(1, exp.calls)
+      -- the kernel ran inside the profile, which ran inside the measurement
+      assert.is_true(exp.total_ns <= p.duration_ns, exp.total_ns .. " > " .. p.duration_ns)
+      assert.is_true(p.duration_ns <= wall_ns, p.duration_ns .. " > " .. wall_ns)
+      assert.are.equal(2 * 4 * 4000000, exp.bytes)
+      assert.near(exp.bytes / exp.total_ns, exp.gbps, 1e-9)
+      if not best or exp.total_ns / p.duration_ns > best[1] / best[2] then best = { exp.total_ns, p.duration_ns } end
+    end
     collectgarbage("restart")
-    local exp = row(p:key_averages(), "exp")
-    assert.are.equal(1, exp.calls)
-    -- the kernel ran inside the profile, which ran inside the measurement
-    assert.is_true(exp.total_ns <= p.duration_ns, exp.total_ns .. " > " .. p.duration_ns)
-    assert.is_true(p.duration_ns <= wall_ns, p.duration_ns .. " > " .. wall_ns)
     -- and fn did nothing else: the kernel is most of it (16 MB read and written takes ms)
-    assert.is_true(exp.total_ns >= 0.5 * p.duration_ns, exp.total_ns .. " of " .. p.duration_ns)
-    assert.are.equal(2 * 4 * 4000000, exp.bytes)
-    assert.near(exp.bytes / exp.total_ns, exp.gbps, 1e-9)
+    assert.is_true(best[1] >= 0.5 * best[2], best[1] .. " of " .. best[2])
   end)
 
   it("records nothing outside a profile, and each profile starts empty", function()

@@ -353,6 +353,7 @@ describe("streams: Ctrl-C during a wait", function()
 
   it("stops an in-place op that waits for room in a full queue, leaving its tensor as it was", function()
     local x = torch.zeros(16, { dtype = torch.float64, device = "cuda:0" })
+    local one = torch.ones(16, { dtype = torch.float64, device = "cuda:0" })
     cuda.synchronize()
     -- about a second of measured work (a few hundred tasks, under a
     -- queue's 1024): the add_ calls then fill the queue and each waits
@@ -363,7 +364,7 @@ describe("streams: Ctrl-C during a wait", function()
     torch._interrupt_in(0.2)
     local ok, err = pcall(function()
       for i = 1, 100000 do
-        x:add_(1)
+        x:add_(one) -- one task each (a number would be a second task)
         done = i
       end
     end)

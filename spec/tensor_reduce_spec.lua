@@ -239,6 +239,60 @@ describe("max, min, argmax, argmin", function()
   end)
 end)
 
+describe("max, min, prod down columns (tiles of neighbouring columns, read row by row)", function()
+  -- inner 1100: two tiles of up to 1024 columns, each in stretches of 256;
+  -- values from a small set so that ties are common (the first index wins),
+  -- and a NaN planted in some columns (NaN wins, its index is returned)
+  it("match a Lua reference along dim 1 of {37, 1100} and dim 2 of {3, 50, 300}", function()
+    for _, case in ipairs({ { { 37, 1100 }, 1 }, { { 3, 50, 300 }, 2 } }) do
+      local shape, d = case[1], case[2]
+      local data = H.idata(shape, 11, -4, 4)
+      local x = torch.tensor(data, { dtype = torch.float64 })
+      local outer, r, inner = 1, shape[d], 1
+      for k = 1, d - 1 do outer = outer * shape[k] end
+      for k = d + 1, #shape do inner = inner * shape[k] end
+      local flat = x:reshape(outer, r, inner)
+      -- plant NaNs in every 7th column, at a row that is not the first
+      for c = 1, inner, 7 do flat[{ 1, (c % r) + 1, c }] = 0 / 0 end
+      local fl = flat:tolist()
+      local vmax, imax = flat:max(2)
+      local vmin, imin = flat:min(2)
+      local vm, im, vn, inn, pr = vmax:tolist(), imax:tolist(), vmin:tolist(), imin:tolist(), flat:prod(2):tolist()
+      local amax = flat:argmax(2):tolist()
+      for o = 1, outer do
+        for c = 1, inner do
+          local bm, bi, sm, si, p = nil, 0, nil, 0, 1.0
+          for i = 1, r do
+            local v = fl[o][i][c]
+            p = p * v
+            if bi == 0 or v > bm or (v ~= v and bm == bm) then bm, bi = v, i end
+            if si == 0 or v < sm or (v ~= v and sm == sm) then sm, si = v, i end
+          end
+          local where = ("shape %s dim %d, [%d, %d]"):format(table.concat(shape, "x"), d, o, c)
+          if bm ~= bm then assert.is_true(vm[o][c] ~= vm[o][c], where) else assert.are.equal(bm, vm[o][c], where) end
+          if sm ~= sm then assert.is_true(vn[o][c] ~= vn[o][c], where) else assert.are.equal(sm, vn[o][c], where) end
+          assert.are.equal(bi, im[o][c], where)
+          assert.are.equal(bi, amax[o][c], where)
+          assert.are.equal(si, inn[o][c], where)
+          if p == p then assert.are.equal(p, pr[o][c], where) end
+        end
+      end
+    end
+  end)
+
+  it("int64 sums and maxima down columns of {5, 1500}", function()
+    local data = H.idata({ 5, 1500 }, 3, -1000, 1000)
+    local x = torch.tensor(data, { dtype = torch.int64 })
+    local s, m = x:sum(1):tolist(), x:max(1):tolist()
+    for c = 1, 1500 do
+      local ws, wm = 0, data[1][c]
+      for i = 1, 5 do ws = ws + data[i][c]; if data[i][c] > wm then wm = data[i][c] end end
+      assert.are.equal(ws, s[c])
+      assert.are.equal(wm, m[c])
+    end
+  end)
+end)
+
 describe("std and var", function()
   local flat = H.flat(D)
   it("var over the whole tensor (unbiased)", function()

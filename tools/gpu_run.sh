@@ -25,7 +25,9 @@
 # Dry run here, on simulated GPUs (the CPU kernels), same parts and files:
 #   GSHELL_SIM_GPUS=2 OUT=/tmp/gpu-run sh tools/gpu_run.sh
 # GSHELL=path picks the gshell binary (default: next to this script, as in
-# the bundle, else build/gshell).
+# the bundle, else build/gshell). GPU_RUN_PARTS="gpu_check bench" runs only
+# the parts named (a second call after a fix), GPU_RUN_BUDGET=N changes the
+# budget.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-./gpu-run-out}
@@ -66,6 +68,7 @@ say "start $(date -u '+%Y-%m-%d %H:%M:%S UTC'), budget ${BUDGET}s, gshell $GSHEL
 # output in $OUT/FILE, killed after CAP seconds or when the budget is spent.
 part() {
   name=$1 file=$2 cap=$3 cmd=$4
+  case " ${GPU_RUN_PARTS:-$name} " in *" $name "*) ;; *) say "$name: not asked for (GPU_RUN_PARTS)"; return ;; esac
   left=$((BUDGET - ($(date +%s) - start)))
   [ "$cap" -gt "$left" ] && cap=$left
   if [ "$cap" -lt 5 ]; then
@@ -142,12 +145,12 @@ fi
 
 # ---- 4. tensors past 2^31 elements, when the memory is there
 if [ -n "$SIM" ]; then
-  part gpu_big gpu_big.txt 70 "$LB \"$GSHELL\" \"$BIG\" $DEV --small"
+  part gpu_big gpu_big.txt 80 "$LB \"$GSHELL\" \"$BIG\" $DEV --small"
 else
   gpu_free=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i "${DEV#cuda:}" 2>/dev/null | head -1)
   host_free=$(awk '/MemAvailable/ { print int($2 / 1048576) }' /proc/meminfo)
   if [ "${gpu_free:-0}" -ge 30000 ] && [ "${host_free:-0}" -ge 12 ]; then
-    part gpu_big gpu_big.txt 70 "$LB \"$GSHELL\" \"$BIG\" $DEV"
+    part gpu_big gpu_big.txt 80 "$LB \"$GSHELL\" \"$BIG\" $DEV"
   else
     echo "skipped: needs 30000 MiB free on the GPU (has ${gpu_free:-?}) and 12 GiB of host memory (has ${host_free:-?})" >"$OUT/gpu_big.txt"
     say "gpu_big: skipped (GPU ${gpu_free:-?} MiB free, host ${host_free:-?} GiB)"

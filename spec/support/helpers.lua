@@ -238,6 +238,24 @@ H.UNDER_ASAN = (os.getenv("LD_PRELOAD") or ""):find("asan") ~= nil
 -- tools/sanitizer_env.sh sets GSHELL_UNDER_TSAN).
 H.UNDER_TSAN = os.getenv("GSHELL_UNDER_TSAN") == "1"
 
+-- CI time (issue 24): `it` for slow end-to-end cases that add nothing
+-- under a sanitizer -- they drive uninstrumented child processes, or
+-- repeat at length what faster cases already run there -- so they run in
+-- the plain `make test` only and are pending (with `why`) under ASan and
+-- TSAN. Say why in the spec, next to the case:
+--   local plain_it = H.plain_it(it, pending, "starts a dozen python3 processes")
+function H.plain_it(it, pending, why)
+  if not (H.UNDER_ASAN or H.UNDER_TSAN) then return it end
+  return function(name) pending(name .. " -- plain run only: " .. why) end
+end
+-- The same for cases that ThreadSanitizer adds nothing to (single-threaded
+-- leak and recursion checks, whose collector work its instrumented Lua
+-- makes many times slower); they still run under ASan, where they matter.
+function H.not_under_tsan_it(it, pending, why)
+  if not H.UNDER_TSAN then return it end
+  return function(name) pending(name .. " -- not under TSAN: " .. why) end
+end
+
 -- Returns a replacement for busted's `it` that registers a pending case
 -- instead when the case's name is a key of `known` (a table of known bugs:
 -- name -> explanation). Used for bugs in files the spec author may not

@@ -151,6 +151,21 @@ GS_VECTOR_CLONES static void sum_cols_f64(const double *p, int64_t r, int64_t in
   for (int64_t k = 0; k < w; k++) out[k] = acc[k];
 }
 
+/* Tiles of at most COL_TILE columns (inner > 1), narrower (down to 16)
+ * when there are too few tiles to give every thread two. */
+static void plan_tiles(int64_t outer, int64_t inner, int64_t *tiles, int64_t *width) {
+  int64_t want = 2 * gs_num_threads();
+  *tiles = (inner + COL_TILE - 1) / COL_TILE;
+  if (outer * *tiles < want) {
+    int64_t most = (inner + 15) / 16, t = (want + outer - 1) / outer;
+    *tiles = t < most ? t : most;
+  }
+  *width = (inner + *tiles - 1) / *tiles;
+  *width = (*width + 15) / 16 * 16;
+  if (*width > COL_TILE) *width = COL_TILE;
+  *tiles = (inner + *width - 1) / *width;
+}
+
 typedef struct { bool f32; int64_t r, inner, tiles, width; const char *base; char *ob; } dim_sum_job;
 
 /* Rows [begin, end) of the [outer, R] layout (inner == 1). */
@@ -178,28 +193,38 @@ static gs_status sum_dim(const gs_tensor *x, gs_tensor *out, int64_t outer, int6
   if (outer == 0 || inner == 0) return GS_OK; /* no output */
   dim_sum_job j = {x->dtype == GS_FLOAT32, r, inner, 1, inner, gs_tensor_ptr(x), gs_tensor_ptr(out)};
   if (inner == 1) return gs_parallel_for(outer, outer * r, sum_rows, &j);
-  /* tiles of at most COL_TILE columns, narrower (down to 16) when there
-   * are too few tiles to give every thread two */
-  int64_t want = 2 * gs_num_threads();
-  j.tiles = (inner + COL_TILE - 1) / COL_TILE;
-  if (outer * j.tiles < want) {
-    int64_t most = (inner + 15) / 16, t = (want + outer - 1) / outer;
-    j.tiles = t < most ? t : most;
-  }
-  j.width = (inner + j.tiles - 1) / j.tiles;
-  j.width = (j.width + 15) / 16 * 16;
-  if (j.width > COL_TILE) j.width = COL_TILE;
-  j.tiles = (inner + j.width - 1) / j.width;
+  plan_tiles(outer, inner, &j.tiles, &j.width);
   return gs_parallel_for(outer * j.tiles, outer * r * inner, sum_tiles, &j);
 }
 
-/* Generic reduction of one [R] column at stride `inner`; returns value in
- * double/int64 and position. NaN wins max and min, as in PyTorch. */
-#define REDUCE_COL(T, ACC, NAME, INIT, STEP)                                          \
-  static void NAME(const T *p, int64_t r, int64_t inner, ACC *val, int64_t *pos) {   \
-    ACC acc = INIT; int64_t at = 0;                                                  \
-    for (int64_t i = 0; i < r; i++) { T v = p[i * inner]; STEP }                     \
-    *val = acc; *pos = at;                                                           \
+/* Generic reduction of w neighbouring [R] columns at stride `inner`, each
+ * in row order (as one column alone would be), read a row's stretch of up
+ * to COL_SUB columns at a time: values in double/int64 and positions.
+ * NaN wins max and min, as in PyTorch. (One column at a time missed the
+ * cache on every element when inner was large.) */
+#define COL_SUB 256
+#define REDUCE_COL(T, ACC, NAME, INIT, STEP)                                                    \
+  static void NAME(const T *p, int64_t r, int64_t inner, int64_t w, ACC *val, int64_t *pos) {  \
+    if (w == 1) { /* one column (a row when inner is 1): in registers */                      \
+      ACC acc = INIT; int64_t at = 0;                                                            \
+      for (int64_t i = 0; i < r; i++) { T v = p[i * inner]; STEP }                               \
+      *val = acc; *pos = at;                                                                     \
+      return;                                                                                    \
+    }                                                                                            \
+    for (int64_t k0 = 0; k0 < w; k0 += COL_SUB) {                                              \
+      int64_t n = w - k0 < COL_SUB ? w - k0 : COL_SUB;                                          \
+      ACC accs[COL_SUB]; int64_t ats[COL_SUB];                                                   \
+      for (int64_t k = 0; k < n; k++) { accs[k] = INIT; ats[k] = 0; }                            \
+      for (int64_t i = 0; i < r; i++) {                                                          \
+        const T *row = p + i * inner + k0;                                                       \
+        for (int64_t k = 0; k < n; k++) {                                                        \
+          T v = row[k]; ACC acc = accs[k]; int64_t at = ats[k];                                  \
+          STEP                                                                                   \
+          accs[k] = acc; ats[k] = at;                                                            \
+        }                                                                                        \
+      }                                                                                          \
+      for (int64_t k = 0; k < n; k++) { val[k0 + k] = accs[k]; pos[k0 + k] = ats[k]; }           \
+    }                                                                                            \
   }
 
 #define FLOAT_COLS(T, S)                                                                       \
@@ -219,48 +244,52 @@ REDUCE_COL(int64_t, int64_t, min_col_i64, INT64_MAX, if (i == 0 || v < acc) { ac
 typedef struct {
   gs_reduce_op op;
   gs_dtype dt;
-  int64_t r, inner;
+  int64_t r, inner, tiles, width;
   const char *base;
   char *ob;
   int64_t *ib;
 } reduce_job;
 
-/* Reduces columns [begin, end) of the [outer, R, inner] layout. */
-static void reduce_cols(int64_t begin, int64_t end, void *arg) {
+/* Reduces tiles [begin, end) of the [outer, R, inner] layout: `tiles` per
+ * outer index, each `width` neighbouring columns (the last narrower). */
+static void reduce_tiles(int64_t begin, int64_t end, void *arg) {
   const reduce_job *j = arg;
   gs_reduce_op op = j->op;
   int64_t r = j->r, inner = j->inner;
   bool want_index = op == GS_R_ARGMAX || op == GS_R_ARGMIN;
   size_t es = gs_dtype_size(j->dt);
-  for (int64_t c = begin; c < end; c++) {
-    int64_t o = c / inner, k = c % inner, pos = 0;
-    const char *p = j->base + ((o * r) * inner + k) * (int64_t)es;
+  double dv[COL_TILE];
+  int64_t iv[COL_TILE], pos[COL_TILE];
+  for (int64_t t = begin; t < end; t++) {
+    int64_t o = t / j->tiles, k0 = t % j->tiles * j->width, w = inner - k0 < j->width ? inner - k0 : j->width;
+    const char *p = j->base + ((o * r) * inner + k0) * (int64_t)es;
+    int64_t c0 = o * inner + k0; /* the first output */
     if (j->dt == GS_INT64) {
-      int64_t v = 0;
       const int64_t *q = (const int64_t *)p;
       switch (op) {
-      case GS_R_SUM: sum_col_i64(q, r, inner, &v, &pos); break;
-      case GS_R_PROD: prod_col_i64(q, r, inner, &v, &pos); break;
-      case GS_R_MAX: case GS_R_ARGMAX: max_col_i64(q, r, inner, &v, &pos); break;
-      default: min_col_i64(q, r, inner, &v, &pos); break;
+      case GS_R_SUM: sum_col_i64(q, r, inner, w, iv, pos); break;
+      case GS_R_PROD: prod_col_i64(q, r, inner, w, iv, pos); break;
+      case GS_R_MAX: case GS_R_ARGMAX: max_col_i64(q, r, inner, w, iv, pos); break;
+      default: min_col_i64(q, r, inner, w, iv, pos); break;
       }
-      ((int64_t *)j->ob)[c] = want_index ? pos : v;
+      for (int64_t k = 0; k < w; k++) ((int64_t *)j->ob)[c0 + k] = want_index ? pos[k] : iv[k];
     } else {
-      double v = 0;
       bool f32 = j->dt == GS_FLOAT32;
       const float *pf = (const float *)p;
       const double *pd = (const double *)p;
       switch (op) {
-      case GS_R_SUM: if (f32) sum_col_f32(pf, r, inner, &v, &pos); else sum_col_f64(pd, r, inner, &v, &pos); break;
-      case GS_R_PROD: if (f32) prod_col_f32(pf, r, inner, &v, &pos); else prod_col_f64(pd, r, inner, &v, &pos); break;
-      case GS_R_MAX: case GS_R_ARGMAX: if (f32) max_col_f32(pf, r, inner, &v, &pos); else max_col_f64(pd, r, inner, &v, &pos); break;
-      default: if (f32) min_col_f32(pf, r, inner, &v, &pos); else min_col_f64(pd, r, inner, &v, &pos); break;
+      case GS_R_SUM: if (f32) sum_col_f32(pf, r, inner, w, dv, pos); else sum_col_f64(pd, r, inner, w, dv, pos); break;
+      case GS_R_PROD: if (f32) prod_col_f32(pf, r, inner, w, dv, pos); else prod_col_f64(pd, r, inner, w, dv, pos); break;
+      case GS_R_MAX: case GS_R_ARGMAX: if (f32) max_col_f32(pf, r, inner, w, dv, pos); else max_col_f64(pd, r, inner, w, dv, pos); break;
+      default: if (f32) min_col_f32(pf, r, inner, w, dv, pos); else min_col_f64(pd, r, inner, w, dv, pos); break;
       }
-      if (want_index) ((int64_t *)j->ob)[c] = pos;
-      else if (f32) ((float *)j->ob)[c] = (float)v;
-      else ((double *)j->ob)[c] = v;
+      for (int64_t k = 0; k < w; k++) {
+        if (want_index) ((int64_t *)j->ob)[c0 + k] = pos[k];
+        else if (f32) ((float *)j->ob)[c0 + k] = (float)dv[k];
+        else ((double *)j->ob)[c0 + k] = dv[k];
+      }
     }
-    if (j->ib) j->ib[c] = pos;
+    if (j->ib) for (int64_t k = 0; k < w; k++) j->ib[c0 + k] = pos[k];
   }
 }
 
@@ -276,8 +305,11 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
     return GS_OK;
   }
   if (op == GS_R_SUM && x->dtype != GS_INT64) return sum_dim(x, out, outer, r, inner);
-  reduce_job j = {op, x->dtype, r, inner, gs_tensor_ptr(x), gs_tensor_ptr(out), idx ? (int64_t *)gs_tensor_ptr(idx) : NULL};
-  return gs_parallel_for(outer * inner, outer * inner * r, reduce_cols, &j);
+  if (outer == 0 || inner == 0) return GS_OK; /* no output */
+  reduce_job j = {op, x->dtype, r, inner, 1, 1, gs_tensor_ptr(x), gs_tensor_ptr(out),
+                  idx ? (int64_t *)gs_tensor_ptr(idx) : NULL};
+  if (inner > 1) plan_tiles(outer, inner, &j.tiles, &j.width);
+  return gs_parallel_for(outer * j.tiles, outer * inner * r, reduce_tiles, &j);
 }
 
 /* Softmax of one row of r elements at stride `inner`, in double for
