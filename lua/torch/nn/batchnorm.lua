@@ -114,7 +114,7 @@ local function make(name, dims, dims_text)
     if not dims[input:dim()] then
       fail(string.format("expected %s input (got %dD input)", dims_text, input:dim()))
     end
-    self:_check_device(input, DEVICE_FIELDS)
+    base.check_device(self, input, DEVICE_FIELDS)
     return forward(self, input)
   end
   return cls

@@ -128,7 +128,7 @@ Conv2d.extra_repr = extra_repr
 
 function Conv2d:forward(input)
   check_tensor(input, "input", "Conv2d")
-  self:_check_device(input, { "weight", "bias" })
+  base.check_device(self, input, { "weight", "bias" })
   return F.conv2d(input, self.weight, self.bias, conv_options(self))
 end
 
@@ -146,7 +146,7 @@ Conv1d.extra_repr = extra_repr
 
 function Conv1d:forward(input)
   check_tensor(input, "input", "Conv1d")
-  self:_check_device(input, { "weight", "bias" })
+  base.check_device(self, input, { "weight", "bias" })
   local pad = self.padding
   if type(pad) == "table" then pad = pad[1] end
   return F.conv1d(input, self.weight, self.bias,

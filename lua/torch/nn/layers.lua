@@ -59,7 +59,7 @@ end
 
 function Linear:forward(input)
   check_tensor(input, "input", "Linear")
-  self:_check_device(input, { "weight", "bias" })
+  base.check_device(self, input, { "weight", "bias" })
   local w, b = self.weight, self.bias
   if b ~= nil and torch.addmm and input:dim() == 2 then
     return torch.addmm(b, input, w:t())

@@ -233,7 +233,8 @@ local function devstr(d) return d.type == "cpu" and "cpu" or (d.type .. ":" .. t
 -- naming the first one that differs (a parameter or a buffer) and both
 -- devices: "BatchNorm2d: running_mean is on cpu but the input is on
 -- cuda:0". `names` lists the fields to check; nil fields are skipped.
-function Module:_check_device(input, names)
+-- A helper for the layers' forward (not a method: users never call it).
+function M.check_device(self, input, names)
   local dev = input.device
   for _, name in ipairs(names) do
     local t = self._parameters.vals[name] or self._buffers.vals[name]
