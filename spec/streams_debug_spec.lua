@@ -380,6 +380,25 @@ describe("streams: Ctrl-C during a wait", function()
     assert.are.equal(done, v:max():item())
   end)
 
+  -- (API fuzzer seed 1234, case 8284: torch.load's host tensor was freed
+  -- after an interrupted copy to the device, which then read freed memory.
+  -- This case does not reproduce that read by itself -- the fuzzer's run
+  -- does: `make fuzz-api SECONDS=50 SEED=1234` -- it checks that the
+  -- interrupted load leaves the device and the file usable.)
+  it("a copy to a device whose wait a Ctrl-C stopped keeps reading a source the caller freed", function()
+    local path = os.tmpname()
+    torch.save(torch.ones(1 << 24, { dtype = torch.float32 }), path) -- (too big for the host cache: freed for real)
+    cuda.synchronize()
+    busy("cuda:0", 300)
+    torch._interrupt_in(0.05)
+    H.errors(function() return torch.load(path, { map_location = "cuda:0" }) end, "interrupted!")
+    collectgarbage()
+    cuda.synchronize() -- the queued copy runs now, from memory the task still owns
+    local y = torch.load(path, { map_location = "cuda:0" })
+    assert.are.equal(1 << 24, y:sum():item())
+    os.remove(path)
+  end)
+
   it("interrupts Event:synchronize and torch.cuda.synchronize the same way", function()
     for _, wait in ipairs({
       function(e) e:synchronize() end,

@@ -69,7 +69,10 @@ gs_status gs_pad(const gs_tensor *x, int npads, const int64_t *pads, gs_scalar v
     int d = x->ndim - 1 - i;
     lo[d] = pads[2 * i];
     hi[d] = pads[2 * i + 1];
-    int64_t n = x->shape[d] + lo[d] + hi[d];
+    int64_t n;
+    if (__builtin_add_overflow(x->shape[d], lo[d], &n) || __builtin_add_overflow(n, hi[d], &n))
+      return gs_error("pad: the input size %lld plus padding %lld and %lld on dimension %d does not fit in 64 bits",
+                      (long long)x->shape[d], (long long)lo[d], (long long)hi[d], d + 1);
     if (n < 0)
       return gs_error("The input size %lld, plus negative padding %lld and %lld resulted in a negative output size, "
                       "which is invalid. Check dimension %d of your input.", (long long)x->shape[d], (long long)lo[d],

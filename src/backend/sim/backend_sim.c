@@ -499,7 +499,11 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
   gs_task_tensor(t, dst);
   gs_task_tensor(t, src);
   t->bytes = bytes;
-  if (async) {
+  /* the task owns host memory it reads: a non-blocking copy returns at
+   * once, and a blocking one's wait may end at a Ctrl-C while the copy
+   * still runs (an interrupt stops the host's wait, never the device), so
+   * the caller may free its tensor before the copy has read it */
+  if (from_host) {
     gs_buffer_retain(src->buf);
     t->keep = src->buf;
   }
