@@ -1,0 +1,56 @@
+#!/bin/sh
+# Training steps against PyTorch on this machine (issues 20 and 21): D2L's
+# LeNet (ReLU, max pooling, batch 256) and ResNet-18 (28x28, batch 64) as
+# examples/s of full steps on the cpu, PyTorch's better of 1 and 2
+# threads; LeNet through nn.DataParallel on 2 simulated GPUs against 1;
+# one train_ch6 epoch of the book's sigmoid LeNet on Fashion-MNIST (data
+# loading included). Usage: sh bench/train/run.sh [BUILD_DIR]
+# (`make bench` runs it). Writes bench/results/train-latest.md.
+set -eu
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}
+PY=/usr/bin/python3
+SRC=/usr/share/datasets/fashion-mnist
+OUT=bench/results/train-latest.md
+export LUA_CPATH="$BUILD/?.so;;"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+mkdir -p "$tmp/FashionMNIST/raw"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  gzip -dc "$SRC/$f.gz" >"$tmp/FashionMNIST/raw/$f"
+done
+
+echo "bench/train: gshell" >&2
+GSHELL_SIM_GPUS=2 lua5.4 bench/train/steps.lua >"$tmp/gshell"
+echo "bench/train: pytorch" >&2
+$PY bench/train/steps.py all "$tmp" >"$tmp/pytorch"
+
+val() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+row() { # name label target
+  g=$(val "$tmp/gshell" "$1"); p=$(val "$tmp/pytorch" "$1")
+  awk -v g="$g" -v p="$p" -v l="$2" -v t="$3" 'BEGIN {
+    r = g / p; printf "| %s | %.0f | %.0f | %.2fx | >= %sx | %s |\n", l, g, p, r, t, (r >= t ? "PASS" : "MISS") }'
+}
+table="| benchmark (examples/s) | gshell | pytorch | ratio | target | result |
+| --- | ---: | ---: | ---: | --- | --- |
+$(row lenet_cpu "LeNet (ReLU, max pool) train step, batch 256, cpu" 1.2)
+$(row resnet18_cpu "ResNet-18 (28x28) train step, batch 64, cpu" 1.0)
+$(row lenet_epoch_cpu "train_ch6 epoch, sigmoid LeNet, Fashion-MNIST, cpu (data included)" 1.2)
+$(awk -v a="$(val "$tmp/gshell" lenet_dp2)" -v b="$(val "$tmp/gshell" lenet_sim1)" 'BEGIN {
+  r = a / b; printf "| LeNet through DataParallel on 2 simulated GPUs (%.0f) vs 1 simulated GPU (%.0f) | %.0f | %.0f | %.2fx | >= 1.4x | %s |\n", a, b, a, b, r, (r >= 1.4 ? "PASS" : "MISS") }')"
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+printf '\n%s\n' "$table"
+{
+  echo "# Training steps: gshell vs PyTorch"
+  echo
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- machine: $(nproc) cores, $(lscpu | grep 'Model name' | sed 's/.*: *//')"
+  echo "- load average before / after: $load0 / $load1"
+  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD); PyTorch $($PY -c 'import torch; print(torch.__version__)'), its better of 1 and 2 threads; best of 2-3 rounds, wall clock"
+  echo "- the DataParallel row compares gshell with itself (2 simulated GPUs against 1, each a share of the same 2 cores)"
+  echo
+  echo "$table"
+} >"$OUT"
+echo "bench/train: wrote $OUT" >&2
