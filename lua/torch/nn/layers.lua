@@ -61,7 +61,7 @@ function Linear:forward(input)
   check_tensor(input, "input", "Linear")
   base.check_device(self, input, { "weight", "bias" })
   local w, b = self.weight, self.bias
-  if b ~= nil and torch.addmm and input:dim() == 2 then
+  if b ~= nil and input:dim() == 2 then
     return torch.addmm(b, input, w:t())
   end
   local out = input:matmul(w:t())
