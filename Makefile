@@ -221,7 +221,7 @@ $(FUZZ_DIR)/obj/%.o: src/%.c
 BUNDLE_DIR  := $(BUILD)/gpu-bundle
 STATIC_LIBS := /usr/lib/x86_64-linux-gnu/liblua5.4.a /usr/lib/x86_64-linux-gnu/libreadline.a \
                /usr/lib/x86_64-linux-gnu/libtinfo.a /usr/lib/x86_64-linux-gnu/libopenblas.a \
-               /usr/lib/x86_64-linux-gnu/libjansson.a \
+               /usr/lib/x86_64-linux-gnu/libjansson.a /usr/lib/x86_64-linux-gnu/libpng16.a /usr/lib/x86_64-linux-gnu/libz.a \
                -l:libgfortran.a -l:libquadmath.a -l:libstdc++.a -static-libgcc
 gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	@test "$(CUDA)" = 1 || { echo "gpu-bundle: nvcc not found (CUDA=0): the bundle would have no CUDA backend"; exit 1; }
