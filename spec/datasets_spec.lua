@@ -207,6 +207,52 @@ describe("the decompressed cache of gzipped files", function()
     H.errors(function() torch._read_idx_cached(bad, tmp .. "/cache2/bad") end, { bad })
   end)
 
+  -- The copy is mapped, not read (a fresh process's first load then
+  -- copies nothing): writes must stay in the tensor, and a released
+  -- tensor must give its mapping back.
+  local function mappings_of(path)
+    local n, f = 0, assert(io.open("/proc/self/maps"))
+    for line in f:lines() do if line:find(path, 1, true) then n = n + 1 end end
+    f:close()
+    return n
+  end
+
+  it("maps the copy: a write changes the tensor, not the file or a later read", function()
+    local plain = idx({ 2, 4 }, bytes(8, function(i) return 10 + i end))
+    local gz = gzip(write("mapped", plain))
+    local cache = tmp .. "/cache3/mapped"
+    torch._read_idx_cached(gz, cache)
+    local x, hit = torch._read_idx_cached(gz, cache)
+    assert.is_true(hit)
+    assert.are.equal(1, mappings_of(cache))
+    x[1][1] = 99
+    x[2]:fill_(7)
+    assert.are.same({ { 99, 12, 13, 14 }, { 7, 7, 7, 7 } }, x:tolist())
+    assert.are.equal(plain, file_bytes(cache))
+    local y = torch._read_idx_cached(gz, cache)
+    assert.are.same({ { 11, 12, 13, 14 }, { 15, 16, 17, 18 } }, y:tolist())
+    -- the mapping outlives the file's removal, and goes with the tensor
+    os.remove(cache)
+    assert.are.same({ 15, 16, 17, 18 }, y[2]:tolist())
+    x, y = nil, nil
+    collectgarbage(); collectgarbage()
+    assert.are.equal(0, mappings_of(cache))
+  end)
+
+  it("gives every mapping back: 300 loads leave none behind", function()
+    local plain = idx({ 64, 64 }, bytes(4096, function(i) return i % 251 end))
+    local gz = gzip(write("mapped2", plain))
+    local cache = tmp .. "/cache3/mapped2"
+    torch._read_idx_cached(gz, cache)
+    for _ = 1, 300 do
+      local x, hit = torch._read_idx_cached(gz, cache)
+      assert.is_true(hit)
+      assert.are.equal(4096 % 251, x[64][64]:item())
+    end
+    collectgarbage(); collectgarbage()
+    assert.are.equal(0, mappings_of(cache))
+  end)
+
   it("is used by the data sets for gzipped files, named after the source path", function()
     local ds = tv.datasets.FashionMNIST({ train = false })
     local p = tv.datasets.cache_path(FMNIST .. "/t10k-images-idx3-ubyte.gz")
