@@ -3,6 +3,8 @@
 # (`make bench` runs it after `make`). Prints a table and writes it, with the
 # machine's description, to bench/results/cpu-latest.md. See bench/README.md.
 #   BENCH_ROUNDS=N        rounds of the op benchmarks per side (default 3)
+#   BENCH_MEM_ROUNDS=N    extra short rounds of the memory-bound rows per
+#                         side, alternating (default 6)
 #   BENCH_FAIL_ON_DROP=1  exit 3 when a ratio fell more than 15% since the
 #                         previous run (the table flags it either way)
 #   BENCH_REPLAY=DIR      measure nothing: DIR/gshell and DIR/pytorch hold the
@@ -13,6 +15,7 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 ROUNDS=${BENCH_ROUNDS:-3}
+MEM_ROUNDS=${BENCH_MEM_ROUNDS:-6}
 PY=/usr/bin/python3          # Debian's python, the one with torch
 LUA=lua5.4
 export LUA_CPATH="$BUILD/?.so;;"
@@ -42,6 +45,20 @@ if [ -z "${BENCH_REPLAY:-}" ]; then
   r=1
   while [ "$r" -le "$ROUNDS" ]; do
     if [ $((r % 2)) -eq 1 ]; then gs $r; py $r; else py $r; gs $r; fi
+    r=$((r + 1))
+  done
+  # The memory-bound rows again, in short alternating rounds (a few
+  # seconds each): the machine's bandwidth drifts by up to 1.7x within a
+  # minute, so rounds a minute apart can compare one side's fast spell
+  # with the other's slow one; short rounds close together meet the same.
+  r=1
+  while [ "$r" -le "$MEM_ROUNDS" ]; do
+    echo "bench: memory-bound rows, round $r/$MEM_ROUNDS" >&2
+    if [ $((r % 2)) -eq 1 ]; then
+      $LUA bench/lua/ops.lua memory >>"$tmp/gshell"; $PY bench/py/ops.py memory >>"$tmp/pytorch"
+    else
+      $PY bench/py/ops.py memory >>"$tmp/pytorch"; $LUA bench/lua/ops.lua memory >>"$tmp/gshell"
+    fi
     r=$((r + 1))
   done
 else
@@ -152,7 +169,7 @@ mkdir -p "$(dirname "$OUT")"
   echo "- load average before / after: $load0 / $load1 (other work running at the same time skews the numbers)"
   echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD), PyTorch $torchv with torch.set_num_threads(2)"
   echo "- ratio: how many times better gshell is (time: pytorch/gshell; rate: gshell/pytorch)"
-  echo "- each value: median of timed repetitions after warm-up, best of $ROUNDS rounds per side; GB/s counts bytes read + written"
+  echo "- each value: median of timed repetitions after warm-up, best of $ROUNDS rounds per side (memory-bound rows: of $((ROUNDS + MEM_ROUNDS)), $MEM_ROUNDS of them short alternating rounds of those rows only); GB/s counts bytes read + written"
   echo "- previous ratio: the run this file replaced (${prev_date:-none}); a ratio more than 15% below it is flagged DROP; every run's ratios are in bench/results/cpu-history.tsv"
   echo
   echo "$header"

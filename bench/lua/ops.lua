@@ -26,7 +26,12 @@ end
 -- Keep going when a benchmark fails (an op missing): it reports "nan".
 -- Each starts with a full collection, so that no benchmark pays for the
 -- garbage of the one before (each does pay for collecting its own).
+-- `ops.lua memory`: only the memory-bound 16M rows (bench/run.sh runs them
+-- in extra short rounds, alternating sides, as the machine's bandwidth
+-- drifts by up to 1.7x from one minute to the next).
+local only_memory = arg and arg[1] == "memory"
 local function run(name, unit, f)
+  if only_memory and not name:match("_16M$") then return end
   collectgarbage()
   local ok, v = pcall(f)
   if ok then

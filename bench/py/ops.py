@@ -31,7 +31,15 @@ def report(name, value, unit):
     print(f"{name} {value:.6g} {unit}", flush=True)
 
 
+# `ops.py memory`: only the memory-bound 16M rows (bench/run.sh runs them
+# in extra short rounds, alternating sides, as the machine's bandwidth
+# drifts by up to 1.7x from one minute to the next).
+ONLY_MEMORY = len(sys.argv) > 1 and sys.argv[1] == "memory"
+
+
 def run(name, unit, f):
+    if ONLY_MEMORY and not name.endswith("_16M"):
+        return
     gc.collect()  # as the Lua side does before each benchmark
     try:
         report(name, f(), unit)
