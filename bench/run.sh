@@ -77,6 +77,7 @@ matmul_2000|matmul 2000x2000 float32|higher|0.95
 add_16M|x + y, 16M float32 (out of place)|higher|2
 exp_16M|x:exp(), 16M float32 (out of place)|higher|2
 sum_16M|x:sum(), 16M float32|higher|1
+max_16M|x:max(), 16M float32|higher|1
 sum_rows_16M|x:sum(2), 4096x4096 float32 (along rows)|higher|1
 sum_cols_16M|x:sum(1), 4096x4096 float32 (down columns)|higher|1
 copy_16M|y:copy_(x), 16M float32 (memory bandwidth)|higher|-
@@ -149,7 +150,7 @@ notes=$( { grep -h '^#' "$tmp/gshell" "$tmp/pytorch" | sort -u | sed 's/^# */- /
       bw = gs["copy_16M"] + 0 > py["copy_16M"] + 0 ? gs["copy_16M"] : py["copy_16M"]
       if (bw + 0 <= 0) exit
       printf "- memory bandwidth (best copy): %.1f GB/s; as a share of it:", bw
-      n = split("add_16M exp_16M sum_16M sum_rows_16M sum_cols_16M", k, " ")
+      n = split("add_16M exp_16M sum_16M max_16M sum_rows_16M sum_cols_16M", k, " ")
       for (i = 1; i <= n; i++)
         printf " %s gshell %.0f%% / pytorch %.0f%%%s", k[i], 100 * gs[k[i]] / bw, 100 * py[k[i]] / bw, i < n ? "," : "\n"
     }' "$tmp/gshell.best" "$tmp/pytorch.best"; } )

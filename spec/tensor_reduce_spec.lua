@@ -293,6 +293,59 @@ describe("max, min, prod down columns (tiles of neighbouring columns, read row b
   end)
 end)
 
+describe("whole-tensor max, min, argmax, argmin (vector blocks, parallel chunks)", function()
+  -- The whole-tensor scan runs in 2048-element blocks of 8-wide lanes,
+  -- over 16 chunks in parallel from 4 * 131072 elements on: it must give
+  -- the sequential answer (the first NaN wins, else the extreme at its
+  -- first position, -0.0 and 0.0 as they come) at every size, with the
+  -- extreme or a NaN in any block, chunk or tail.
+  local function reference(l, is_max)
+    local best, at = l[1], 1
+    for i = 2, #l do
+      local v = l[i]
+      if best == best and (v ~= v or (is_max and v > best) or (not is_max and v < best)) then best, at = v, i end
+    end
+    return best, at
+  end
+  local function same(want, got, what)
+    if want ~= want then assert.is_true(got ~= got, what) else
+      assert.are.equal(want, got, what)
+      assert.are.equal(1 / want, 1 / got, what .. " (sign of zero)")
+    end
+  end
+  local sizes = { 1, 7, 29, 2048 * 3 + 7, 2 * 4 * 131072 + 13 }
+  for _, dt in ipairs({ "float32", "float64", "int64" }) do
+    for _, n in ipairs(sizes) do
+      it(("%s, %d elements: ties, planted extremes, NaNs, signed zeros"):format(dt, n), function()
+        torch.manual_seed(n)
+        local x = torch.randint(-4, 5, { n }):to(torch[dt])
+        local cases = { { "ties", function() end } }
+        cases[#cases + 1] = { "a late maximum and minimum", function()
+          x[math.max(1, n - 3)] = 50; x[math.max(1, n // 2)] = 50; x[math.max(1, n - 1)] = -50
+        end }
+        if dt ~= "int64" then
+          cases[#cases + 1] = { "signed zeros only", function() x:zero_(); if n > 5 then x[3] = -0.0; x[n] = -0.0 end end }
+          cases[#cases + 1] = { "NaNs late, then early", function()
+            x[n] = 0 / 0
+            if n > 100 then x[n - 70] = 0 / 0; x[2049] = 0 / 0 end
+          end }
+        end
+        for _, case in ipairs(cases) do
+          case[2]()
+          local l = x:tolist()
+          local mx, imx = reference(l, true)
+          local mn, imn = reference(l, false)
+          local what = ("%s n=%d %s"):format(dt, n, case[1])
+          same(mx, x:max():item(), what .. " max")
+          same(mn, x:min():item(), what .. " min")
+          assert.are.equal(imx, x:argmax():item(), what .. " argmax")
+          assert.are.equal(imn, x:argmin():item(), what .. " argmin")
+        end
+      end)
+    end
+  end
+end)
+
 describe("std and var", function()
   local flat = H.flat(D)
   it("var over the whole tensor (unbiased)", function()

@@ -293,6 +293,115 @@ static void reduce_tiles(int64_t begin, int64_t end, void *arg) {
   }
 }
 
+/* Whole-tensor max, min, argmax and argmin: the same answer as the
+ * sequential scan below (the first NaN wins; otherwise the extreme value
+ * at its first position), found in blocks that vectorise. Each block's
+ * extreme comes from 8 lanes (v > m ? v : m is exactly maxps) with a
+ * NaN flag per lane; only a block that beats the best so far (or holds a
+ * NaN) is scanned again, in cache, for the first position, and the value
+ * is read back from there (so -0.0 and 0.0 keep the sequential answer).
+ * Chunks run in parallel and combine in order, strictly, so ties keep
+ * the first. The sequential scan was one element per step, single
+ * threaded: 7 GB/s against the sums' 33 on 16M floats. */
+#define EXT_BLOCK 2048
+/* Whole vectors of 32 bytes (8 floats, 4 doubles or int64s: AVX2's
+ * width; wider vector types got split into scalar compares); a lane
+ * takes v where v beats it, through a mask (C has no ?: on vectors). */
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+typedef double v4dl __attribute__((vector_size(32), aligned(8), may_alias));
+typedef int64_t v4ll __attribute__((vector_size(32), aligned(8), may_alias));
+#define BLOCK_EXTREME(T, VT, VL, MT, W, NAME, BETTER)                                             \
+  GS_VECTOR_CLONES static bool NAME(const T *p, int64_t n, T *ext) { /* n >= W; true: a NaN */   \
+    VT m; memcpy(&m, p, sizeof m);                                                                \
+    MT nan = {0};                                                                                 \
+    int64_t i = 0;                                                                                \
+    for (; i + W <= n; i += W) {                                                                  \
+      VT v = *(const VL *)(p + i);                                                                \
+      MT take = (MT)BETTER(v, m);                                                                 \
+      m = (VT)(((MT)v & take) | ((MT)m & ~take));                                                 \
+      nan |= (MT)(v != v);                                                                        \
+    }                                                                                             \
+    T e = m[0]; int any = 0;                                                                      \
+    for (int k = 0; k < W; k++) { e = BETTER(m[k], e) ? m[k] : e; any |= nan[k] != 0; }           \
+    for (; i < n; i++) { T v = p[i]; e = BETTER(v, e) ? v : e; any |= v != v; }                   \
+    *ext = e;                                                                                     \
+    return any;                                                                                   \
+  }
+#define GT(a, b) ((a) > (b))
+#define LT(a, b) ((a) < (b))
+BLOCK_EXTREME(float, v8f, v8f, v8i, 8, bmax_f32, GT)
+BLOCK_EXTREME(float, v8f, v8f, v8i, 8, bmin_f32, LT)
+BLOCK_EXTREME(double, v4d, v4dl, v4l, 4, bmax_f64, GT)
+BLOCK_EXTREME(double, v4d, v4dl, v4l, 4, bmin_f64, LT)
+BLOCK_EXTREME(int64_t, v4l, v4ll, v4l, 4, bmax_i64, GT)
+BLOCK_EXTREME(int64_t, v4l, v4ll, v4l, 4, bmin_i64, LT)
+
+typedef struct { double v; int64_t iv, pos; bool nan; } extreme;
+typedef struct { const char *p; int64_t n; int nt; gs_dtype dt; bool is_max; extreme parts[64]; } extreme_job;
+
+/* The chunk [b, e) of j's data: its extreme, first position, NaN. */
+#define CHUNK_EXTREME(T, BMAX, BMIN)                                                              \
+  static extreme chunk_##T(const T *p, int64_t b, int64_t e, bool is_max) {                        \
+    extreme r = {.pos = b};                                                                  \
+    T best = p[b];                                                                                 \
+    for (int64_t i = b; i < e; i += EXT_BLOCK) {                                                   \
+      int64_t n = e - i < EXT_BLOCK ? e - i : EXT_BLOCK;                                           \
+      T m;                                                                                         \
+      bool nan = n >= 8 ? (is_max ? BMAX(p + i, n, &m) : BMIN(p + i, n, &m)) : false;             \
+      if (n < 8) { /* a short tail: plainly */                                                   \
+        m = p[i];                                                                                  \
+        for (int64_t k = 0; k < n; k++) { T v = p[i + k]; nan |= v != v; if (is_max ? v > m : v < m) m = v; } \
+      }                                                                                            \
+      if (nan) { /* the first NaN wins everything after it */                                      \
+        int64_t k = 0;                                                                             \
+        while (p[i + k] == p[i + k]) k++;                                                          \
+        r.pos = i + k; r.nan = true; best = p[i + k];                                              \
+        break;                                                                                     \
+      }                                                                                            \
+      if (i == b || (is_max ? m > best : m < best)) {                                              \
+        int64_t k = 0;                                                                             \
+        while (p[i + k] != m) k++;                                                                 \
+        r.pos = i + k; best = p[i + k];                                                            \
+      }                                                                                            \
+    }                                                                                              \
+    r.v = (double)best; r.iv = (int64_t)best;                                                      \
+    return r;                                                                                      \
+  }
+CHUNK_EXTREME(float, bmax_f32, bmin_f32)
+CHUNK_EXTREME(double, bmax_f64, bmin_f64)
+CHUNK_EXTREME(int64_t, bmax_i64, bmin_i64)
+
+static void extreme_chunk(int64_t t, void *arg) {
+  extreme_job *j = arg;
+  int64_t b = j->n * t / j->nt, e = j->n * (t + 1) / j->nt;
+  if (j->dt == GS_FLOAT32) j->parts[t] = chunk_float((const float *)j->p, b, e, j->is_max);
+  else if (j->dt == GS_FLOAT64) j->parts[t] = chunk_double((const double *)j->p, b, e, j->is_max);
+  else j->parts[t] = chunk_int64_t((const int64_t *)j->p, b, e, j->is_max);
+}
+
+static gs_status extreme_all(gs_reduce_op op, gs_tensor *out, const gs_tensor *x) {
+  int64_t n = gs_numel(x);
+  bool is_max = op == GS_R_MAX || op == GS_R_ARGMAX;
+  extreme_job j = {gs_tensor_ptr(x), n, n < 4 * GS_PARALLEL_GRAIN ? 1 : 16, x->dtype, is_max, {{.pos = 0}}};
+  if (j.nt == 1) extreme_chunk(0, &j);
+  else GS_TRY(gs_parallel_run(j.nt, extreme_chunk, &j));
+  extreme r = j.parts[0];
+  bool i64 = x->dtype == GS_INT64;
+  for (int t = 1; t < j.nt && !r.nan; t++) {
+    extreme c = j.parts[t];
+    bool better = i64 ? (is_max ? c.iv > r.iv : c.iv < r.iv) : (is_max ? c.v > r.v : c.v < r.v);
+    if (c.nan || better) r = c;
+  }
+  char *o = gs_tensor_ptr(out);
+  if (op == GS_R_ARGMAX || op == GS_R_ARGMIN) *(int64_t *)o = r.pos;
+  else if (i64) *(int64_t *)o = r.iv;
+  else if (x->dtype == GS_FLOAT32) *(float *)o = (float)r.v;
+  else *(double *)o = r.v;
+  return GS_OK;
+}
+
 gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
   int64_t outer, r, inner;
   layout(x, dim, &outer, &r, &inner);
@@ -305,6 +414,9 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
     return GS_OK;
   }
   if (op == GS_R_SUM && x->dtype != GS_INT64) return sum_dim(x, out, outer, r, inner);
+  if (dim < 0 && !idx && r > 0 && op != GS_R_SUM && op != GS_R_PROD &&
+      (x->dtype == GS_FLOAT32 || x->dtype == GS_FLOAT64 || x->dtype == GS_INT64))
+    return extreme_all(op, out, x);
   if (outer == 0 || inner == 0) return GS_OK; /* no output */
   reduce_job j = {op, x->dtype, r, inner, 1, 1, gs_tensor_ptr(x), gs_tensor_ptr(out),
                   idx ? (int64_t *)gs_tensor_ptr(idx) : NULL};
