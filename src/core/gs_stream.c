@@ -486,6 +486,9 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
     }
     s->started = true;
   }
+  /* (read before the task is queued: the worker may run and recycle it
+   * as soon as it is linked in) */
+  bool counts = !gs_interruptible() && writes_callers(t);
   uint64_t seq = s->enqueued + 1;
   t->seq = seq;
   for (int k = 0; k < t->ntensors; k++) note_use(t->orig[k], t->dev, id, seq);
@@ -498,7 +501,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   s->pending++;
   if (s->sleeping) pthread_cond_signal(&s->wake);
   pthread_mutex_unlock(&s->lock);
-  if (!gs_interruptible() && writes_callers(t)) gs_hold_queued++;
+  if (counts) gs_hold_queued++;
   if (seqp) *seqp = seq;
   return GS_OK;
 }
