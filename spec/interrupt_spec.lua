@@ -162,6 +162,39 @@ describe("Ctrl-C in the shell", function()
     assert.matches("after\t6%.0?\n", out)
   end)
 
+  -- issue 23 (the flaky full-queue case): x:add_(1) queues a fill of the
+  -- number, then the add; when the add met the full queue, its wait for
+  -- room ignored Ctrl-C until half the queue had drained (the hook raised
+  -- only after). Run with an even and an odd number of tasks queued
+  -- before, so that the full queue meets each of the two.
+  it("a real SIGINT stops x:add_(1) waiting for room in a full queue at once; x holds whole increments", function()
+    for shift = 0, 1 do
+      local out = gshell("prompt", table.concat({
+        -- about 1.5 s of measured products queued on cuda:0
+        "a, b = torch.full({128, 8192}, 1 / 8192, {device = 'cuda:0'}), torch.full({8192, 128}, 1.0, {device = 'cuda:0'})",
+        "torch.cuda.synchronize(); t = torch.clock(); for _ = 1, 4 do a:matmul(b) end; torch.cuda.synchronize(); " ..
+          "per = (torch.clock() - t) / 4",
+        "x = torch.zeros(16, {dtype = torch.float64, device = 'cuda:0'}); pad = torch.zeros(1, {device = 'cuda:0'}); " ..
+          "torch.cuda.synchronize()",
+        -- (each gshell measures its own number of products: the pads make
+        -- the count of tasks queued before the loop n + n % 2 + shift)
+        "n = math.ceil(1.5 / per); for _ = 1, n do a:matmul(b) end; for _ = 1, n % 2 + " .. shift ..
+          " do pad:add_(pad) end",
+      }, "\n") .. "\n" .. kill_later(0.2) .. table.concat({
+        "t0 = torch.clock(); for i = 1, 1000000 do x:add_(1) end; print('not reached')",
+        "print(string.format('stopped after %.2f s', torch.clock() - t0))",
+        "v = x:cpu(); print('whole increments', v:min():item() == v:max():item())",
+      }, "\n") .. "\n")
+      assert.is_nil(out:find("not reached", 1, true), out)
+      assert.matches("interrupted!", out)
+      local took = tonumber(out:match("stopped after ([%d.]+) s"))
+      assert.truthy(took, out)
+      -- the signal comes 0.2 s in; a wait deaf to it lasted 1 s or more
+      assert.is_true(took < 0.7, ("%d task(s) queued before: stopped after %.2f s"):format(shift, took))
+      assert.matches("whole increments\ttrue\n", out)
+    end
+  end)
+
   it("an interrupt escapes pcall: a loop whose body is wrapped in pcall stops (issue 14)", function()
     local out, code = gshell("script", kill_later(0.5) .. [[
       local caught = 0

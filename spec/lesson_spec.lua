@@ -112,7 +112,7 @@ return {
     assert.are.equal("mini\t3\n", R.read_file(state))
     local _, err2, code2 = R.run({ "--lesson", dir .. "/bad.lua" }, "", { GSHELL_LESSON_STATE = state })
     assert.are.equal(1, code2)
-    assert.truthy(has(err2, "bad: step 1 needs `expect` (a list) or `check` (a function)"), err2)
+    assert.truthy(has(err2, "bad.lua: step 1 needs `expect` (a list) or `check` (a function)"), err2)
     local _, err3, code3 = R.run({ "--lesson", "nosuch" }, "", { GSHELL_LESSON_STATE = state })
     assert.are.equal(1, code3)
     assert.truthy(has(err3, "no lesson 'nosuch'"), err3)

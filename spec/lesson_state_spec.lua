@@ -92,7 +92,7 @@ describe("lesson authoring", function()
 return { steps = { { task = "Make x on the CPU", expect = { { var = "x", devcie = "cpu" } } } } }]])
     local _, err, code = R.run({ "--lesson", dir .. "/typo.lua" }, "", { GSHELL_LESSON_STATE = dir .. "/state" })
     assert.are.equal(1, code)
-    assert.truthy(has(err, "typo: step 1, expectation 1 has an unknown key 'devcie' (did you mean 'device'?)"), err)
+    assert.truthy(has(err, "typo.lua: step 1, expectation 1 has an unknown key 'devcie' (did you mean 'device'?)"), err)
     R.write_file(dir .. "/typo2.lua", [[
 return { steps = { { task = "t", expect = { { var = "x", valeus = { 1 } } } } } }]])
     local _, err2, code2 = R.run({ "--lesson", dir .. "/typo2.lua" }, "", { GSHELL_LESSON_STATE = dir .. "/state" })
@@ -101,7 +101,7 @@ return { steps = { { task = "t", expect = { { var = "x", valeus = { 1 } } } } } 
     R.write_file(dir .. "/typo3.lua", [[
 return { steps = { { task = "t", expcet = {}, check = function() return true end } } }]])
     local _, err3 = R.run({ "--lesson", dir .. "/typo3.lua" }, "", { GSHELL_LESSON_STATE = dir .. "/state" })
-    assert.truthy(has(err3, "typo3: step 1 has an unknown key 'expcet' (did you mean 'expect'?)"), err3)
+    assert.truthy(has(err3, "typo3.lua: step 1 has an unknown key 'expcet' (did you mean 'expect'?)"), err3)
   end)
 
   it("a 0-d expectation takes shape = {} with a value; the hint shows expected and actual", function()

@@ -35,11 +35,11 @@ function M.user_dir()
   return lesson_dir("GSHELL_LESSON_PATH", "XDG_DATA_HOME", "/.local/share")
 end
 
+-- (read as --check reads a script: a FIFO or /dev/zero named as a lesson
+-- is refused, not read forever)
 local function load_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil, "cannot open " .. path end
-  local src = f:read("a")
-  f:close()
+  local src, rerr = torch()._read_text(path)
+  if not src then return nil, rerr end
   local chunk, err = load(src, "@" .. path, "t", setmetatable({}, { __index = _G }))
   if not chunk then return nil, err end
   local ok, lesson = pcall(chunk)
@@ -47,79 +47,10 @@ local function load_file(path)
   return lesson
 end
 
--- The keys a lesson, a step and an expectation may have: a misspelt one
--- (`devcie`, `valeus`) is an error when the lesson loads, since a check
--- that silently ignores it would pass wrong answers.
-local LESSON_KEYS = { "name", "title", "intro", "outro", "setup", "steps", "sim_gpus" }
-local STEP_KEYS = { "title", "explain", "task", "expect", "check", "done", "setup" }
-local EXPECT_KEYS = { "var", "is", "device", "module_device", "shape", "values", "fill", "dtype", "type",
-                      "equals", "test", "error", "result", "check", "hint" }
-
-local function closest(word, list)
-  local best, bd = nil, 3
-  for _, w in ipairs(list) do
-    -- distance by common letters in order (a cheap stand-in for edit distance)
-    local m, n = #word, #w
-    local d = {}
-    for i = 0, m do d[i] = { [0] = i } end
-    for j = 0, n do d[0][j] = j end
-    for i = 1, m do
-      for j = 1, n do
-        local c = d[i - 1][j - 1] + (word:sub(i, i) == w:sub(j, j) and 0 or 1)
-        d[i][j] = math.min(c, d[i - 1][j] + 1, d[i][j - 1] + 1)
-        if i > 1 and j > 1 and word:sub(i, i) == w:sub(j - 1, j - 1) and word:sub(i - 1, i - 1) == w:sub(j, j) then
-          d[i][j] = math.min(d[i][j], d[i - 2][j - 2] + 1)
-        end
-      end
-    end
-    if d[m][n] < bd then best, bd = w, d[m][n] end
-  end
-  return best
-end
-
-local function unknown_key(t, allowed, where)
-  local set = {}
-  for _, k in ipairs(allowed) do set[k] = true end
-  for k in pairs(t) do
-    if type(k) == "string" and not set[k] then
-      local near = closest(k, allowed)
-      return string.format("%s has an unknown key '%s'%s; the keys are %s", where, k,
-        near and (" (did you mean '" .. near .. "'?)") or "", table.concat(allowed, ", "))
-    end
-  end
-  return nil
-end
-
--- Checks a lesson table's shape; returns it or nil and what is wrong.
-function M.validate(lesson, name)
-  if type(lesson) ~= "table" then return nil, name .. ": a lesson file must return a table" end
-  if type(lesson.steps) ~= "table" or #lesson.steps == 0 then
-    return nil, name .. ": a lesson needs a non-empty `steps` list"
-  end
-  local bad = unknown_key(lesson, LESSON_KEYS, name .. ": the lesson")
-  if bad then return nil, bad end
-  for i, st in ipairs(lesson.steps) do
-    if type(st) ~= "table" or type(st.task) ~= "string" then
-      return nil, string.format("%s: step %d needs a `task` string", name, i)
-    end
-    if type(st.expect) ~= "table" and type(st.check) ~= "function" then
-      return nil, string.format("%s: step %d needs `expect` (a list) or `check` (a function)", name, i)
-    end
-    bad = unknown_key(st, STEP_KEYS, string.format("%s: step %d", name, i))
-    if bad then return nil, bad end
-    if st.setup ~= nil and type(st.setup) ~= "function" and type(st.setup) ~= "table" then
-      return nil, string.format("%s: step %d's `setup` should be a list of {name, expression} or a function", name, i)
-    end
-    for j, e in ipairs(st.expect or {}) do
-      if type(e) ~= "table" then
-        return nil, string.format("%s: step %d, expectation %d should be a table", name, i, j)
-      end
-      bad = unknown_key(e, EXPECT_KEYS, string.format("%s: step %d, expectation %d", name, i, j))
-      if bad then return nil, bad end
-    end
-  end
-  lesson.name = lesson.name or name
-  return lesson
+-- Checks a lesson table's shape (gshell.lesson_validate); `file` names
+-- it in messages. Returns the lesson, or nil and what is wrong.
+function M.validate(lesson, name, file)
+  return require("gshell.lesson_validate").validate(lesson, name, file)
 end
 
 -- The lesson called `name`: a file path (ends in .lua or has a /), one in
@@ -129,40 +60,56 @@ function M.find(name)
   if name:find("/", 1, true) or name:match("%.lua$") then
     lesson, err = load_file(name)
     if not lesson then return nil, err end
-    lesson, err = M.validate(lesson, (name:match("([^/]+)%.lua$") or name))
+    lesson, err = M.validate(lesson, (name:match("([^/]+)%.lua$") or name), name)
     if lesson then lesson.ref = name end  -- what finds it again (--restart hints)
     return lesson, err
   end
   if not name:match("^[%w_%-]+$") then return nil, "no lesson '" .. name .. "'" end
   local dir = M.user_dir()
   if dir then
-    lesson = load_file(dir .. "/" .. name .. ".lua")
-    if lesson then return M.validate(lesson, name) end
+    local path = dir .. "/" .. name .. ".lua"
+    lesson, err = load_file(path)
+    -- (a file that is missing falls through to the built-in lessons)
+    if lesson ~= nil or not (err and err:find(": No such file or directory$")) then
+      if err then return nil, err end
+      return M.validate(lesson, name, path)
+    end
   end
   local ok, builtin = pcall(require, "gshell.lessons." .. name)
-  if ok then return M.validate(builtin, name) end
+  if ok then return M.validate(builtin, name, "lua/gshell/lessons/" .. name .. ".lua") end
   return nil, "no lesson '" .. name .. "' (`gshell --lesson` lists them)"
 end
 
 -- Every installed lesson: {name =, title =, steps =}, built-in first.
+-- The built-in lessons are part of gshell and are loaded; a file in the
+-- user directory is never run here (gshell.lesson_header reads its title
+-- and step count from its text: a listing must not run what it lists),
+-- so its `steps` is nil when the file builds its list with code.
 function M.list()
   local res, seen = {}, {}
-  local function add(name, lesson)
-    if seen[name] or type(lesson) ~= "table" or type(lesson.steps) ~= "table" then return end
-    seen[name] = true
-    res[#res + 1] = { name = name, title = lesson.title or name, steps = #lesson.steps }
-  end
   for _, name in ipairs(require("gshell.lessons")) do
     local ok, l = pcall(require, "gshell.lessons." .. name)
-    if ok then add(name, l) end
+    if ok and type(l) == "table" and type(l.steps) == "table" then
+      seen[name] = true
+      res[#res + 1] = { name = name, title = type(l.title) == "string" and l.title or name, steps = #l.steps }
+    end
   end
   local dir = M.user_dir()
   if dir then
-    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    -- regular files only (a FIFO named x.lua would block the read)
+    local p = io.popen("find -L '" .. dir:gsub("'", "'\\''") .. "' -mindepth 1 -maxdepth 1 -type f -name '*.lua' " ..
+      "2>/dev/null | sort")
     if p then
-      for file in p:lines() do
-        local name = file:match("^([%w_%-]+)%.lua$")
-        if name then add(name, (load_file(dir .. "/" .. file))) end
+      local header = require "gshell.lesson_header"
+      for path in p:lines() do
+        local name = path:match("/([%w_%-]+)%.lua$")
+        if name and not seen[name] then
+          local h = header.read_file(path)
+          if h then
+            seen[name] = true
+            res[#res + 1] = { name = name, title = h.title or name, steps = h.steps }
+          end
+        end
       end
       p:close()
     end
@@ -178,22 +125,32 @@ function M.state_path()
   return lesson_dir("GSHELL_LESSON_STATE", "XDG_STATE_HOME", "/.local/state")
 end
 
+-- The progress, and a message when the file exists but cannot be read (a
+-- device or a FIFO in its place is refused, not read forever).
 function M.load_progress()
   local path, prog = M.state_path(), {}
-  local f = path and io.open(path, "r")
-  if not f then return prog end
-  for line in f:lines() do
+  if not path then return prog end
+  local text, err = torch()._read_text(path)
+  if not text then
+    -- (no file yet: saving makes it, or says why it cannot)
+    if err:find(": No such file or directory$") or err:find(": Not a directory$") then return prog end
+    return prog, err
+  end
+  for line in text:gmatch("[^\n]+") do
     local name, n = line:match("^([^\t]+)\t(%d+)$")
     if name then prog[name] = tonumber(n) end
   end
-  f:close()
   return prog
 end
 
 function M.save_progress(name, step)
   local path = M.state_path()
   if not path then return end
-  local prog = M.load_progress()
+  local prog, rerr = M.load_progress()
+  if rerr then -- (writing would drop the other lessons' progress)
+    io.stderr:write("gshell: lesson progress not saved: ", rerr, "\n")
+    return
+  end
   prog[name] = step
   local dir = path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null") end
@@ -512,8 +469,12 @@ function Run:after_cell(ctx)
   if passed then
     out("✓ ", (st.done or "Right."):gsub("^%s+", ""):gsub("%s+$", ""), "\n")
     self:advance()
-  elseif hint then
+  elseif type(hint) == "string" then
     out("✗ Not yet: ", hint, "\n")
+  elseif hint ~= nil then
+    -- a `check` or `test` function may return anything as its hint
+    out("✗ Not yet. (lesson ", self.lesson.ref or self.lesson.name, ": this step's check gave a hint that is ",
+      "not a string but a ", type(hint), ")\n")
   end
 end
 
@@ -540,10 +501,15 @@ function M.start(session, name, opts)
   local step = 1
   if not opts.restart then step = M.load_progress()[lesson.name] or 1 end
   if step < 1 then step = 1 end
+  if lesson.setup then
+    local ok, serr = pcall(lesson.setup, session.env)
+    if not ok then
+      return nil, string.format("%s: the lesson's `setup` failed: %s", lesson.ref or lesson.name, tostring(serr))
+    end
+  end
   local run = setmetatable({ session = session, lesson = lesson, step = step }, Run)
   session.lesson = run
   session.on_cell = function(_, ctx) run:after_cell(ctx) end
-  if lesson.setup then lesson.setup(session.env) end
   out(rule("Lesson " .. lesson.name .. ": " .. (lesson.title or lesson.name)), "\n")
   if lesson.intro then out(lesson.intro:gsub("^%s+", ""):gsub("%s+$", ""), "\n") end
   out("Type the code at the prompt. %lesson shows the task again, %lesson skip skips a step, " ..
@@ -567,8 +533,9 @@ function M.list_text()
   local prog = M.load_progress()
   for _, l in ipairs(M.list()) do
     local p = prog[l.name]
-    local where = p and (p > l.steps and "done" or string.format("at step %d", p)) or "not started"
-    lines[#lines + 1] = string.format("  %-10s %s (%d steps, %s)", l.name, l.title, l.steps, where)
+    local where = p and (l.steps and p > l.steps and "done" or string.format("at step %d", p)) or "not started"
+    local count = l.steps and string.format("%d steps, ", l.steps) or ""
+    lines[#lines + 1] = string.format("  %-10s %s (%s%s)", l.name, l.title, count, where)
   end
   return table.concat(lines, "\n")
 end

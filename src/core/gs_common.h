@@ -31,13 +31,21 @@ const char *gs_last_error(void);
 #ifndef __cplusplus /* the CUDA kernels (C++) read this header but never poll */
 extern _Atomic int gs_interrupted;
 extern _Thread_local int gs_interrupt_hold;
-/* Tasks this thread queued on a device since its outermost hold began: a
- * held op that has queued nothing yet may still stop while it waits for
- * room in a full queue (its write never started); one that has queued
- * part of its work waits and queues the rest (gs_stream.c). */
+/* Tasks this thread queued on a device since its outermost hold began
+ * that write a buffer made before it (the caller's tensor; a temporary
+ * the op made inside the hold does not count, issue 23): a held op that
+ * has queued no such write may still stop while it waits for room in a
+ * full queue (nothing the caller holds was touched); one that has queued
+ * part of its write waits and queues the rest (gs_stream.c). */
 extern _Thread_local int gs_hold_queued;
+/* The newest queued-device buffer's id when the outermost hold began. */
+extern _Thread_local uint64_t gs_hold_qid;
+uint64_t gs_queue_newest_qid(void);
 static inline void gs_hold_begin(void) {
-  if (gs_interrupt_hold++ == 0) gs_hold_queued = 0;
+  if (gs_interrupt_hold++ == 0) {
+    gs_hold_queued = 0;
+    gs_hold_qid = gs_queue_newest_qid();
+  }
 }
 static inline void gs_hold_end(void) { gs_interrupt_hold--; }
 /* Whether a loop started on this thread now may stop early. */

@@ -7,6 +7,7 @@ static _Thread_local char last_error[1024];
 _Atomic int gs_interrupted = 0;
 _Thread_local int gs_interrupt_hold = 0;
 _Thread_local int gs_hold_queued = 0;
+_Thread_local uint64_t gs_hold_qid = 0;
 
 gs_status gs_interrupted_error(void) {
   gs_interrupted = 0;

@@ -439,6 +439,25 @@ static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
 
 static gs_status host_wait_stream(stream *s, uint64_t seq) { return host_wait_stream_ex(s, seq, false); }
 
+uint64_t gs_queue_newest_qid(void) { return atomic_load_explicit(&next_qid, memory_order_relaxed); }
+
+/* Whether task t, queued inside a hold, may write what the caller holds:
+ * its written tensor (x[0], unless it only checks data) is a buffer made
+ * before the hold began (a qid at most gs_hold_qid; 0 is a buffer that is
+ * not the queue's, such as host memory), or a raw copy whose target is not
+ * known. Waits and event markers write nothing. A temporary the held op
+ * made (a number as a 0-d tensor, a result computed before it is copied
+ * in) is not the caller's: a Ctrl-C may still stop the op after queuing
+ * work into one (issue 23: x:add_(1) queued a fill first, and its add then
+ * waited for room in a full queue deaf to the interrupt). */
+static bool writes_callers(const gs_task *t) {
+  if (t->wseq || t->event) return false;
+  if (t->ntensors == 0) return t->run != NULL;
+  if (t->check_only) return false;
+  uint64_t q = t->orig[0]->qid;
+  return q == 0 || q <= gs_hold_qid;
+}
+
 gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   stream *s = stream_of(t->dev, id);
   reap(s);
@@ -467,6 +486,9 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
     }
     s->started = true;
   }
+  /* (read before the task is queued: the worker may run and recycle it
+   * as soon as it is linked in) */
+  bool counts = !gs_interruptible() && writes_callers(t);
   uint64_t seq = s->enqueued + 1;
   t->seq = seq;
   for (int k = 0; k < t->ntensors; k++) note_use(t->orig[k], t->dev, id, seq);
@@ -479,7 +501,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   s->pending++;
   if (s->sleeping) pthread_cond_signal(&s->wake);
   pthread_mutex_unlock(&s->lock);
-  if (!gs_interruptible()) gs_hold_queued++;
+  if (counts) gs_hold_queued++;
   if (seqp) *seqp = seq;
   return GS_OK;
 }
