@@ -24,7 +24,14 @@
  *   gb              = gy summed over N, oh, ow
  * A 1x1 kernel with stride 1 and no padding needs no columns: x [N, C, L]
  * is already the column matrix of each sample, so forward and the input
- * gradient are one batched product each (the weight broadcast). */
+ * gradient are one batched product each (the weight broadcast).
+ * A float32 3x3 conv with stride 1, dilation 1 and no groups goes to the
+ * backend's Winograd F(2x2, 3x3) slots when it has them (the cpu's
+ * cpu_winograd.c; use_wino below): 4 multiply-adds per output and channel
+ * pair instead of 9. The input gradient is that forward conv run on gy
+ * with the kernel turned 180 degrees and its channels swapped, padding
+ * 2 - pad; the weight gradient has a slot of its own. Mode 1 (auto) keeps
+ * layers with few channels on im2col, where it was measured faster. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
