@@ -84,6 +84,7 @@ typedef struct {
   float *y, *U, *V, *M;
   int64_t Ci, Co, H, W, oh, ow, ph, pw, th, tw;
   int64_t N, n0, ns, Tc; /* the chunk: samples [n0, n0 + ns) of N, Tc = ns*th*tw */
+  int64_t parts;         /* weight gradient: U holds this many partial sums (0: one) */
   bool flip, accumulate; /* weight read rotated/swapped; products add to U */
   atomic_bool oom;       /* a chunk could not get its scratch */
 } wino_job;
@@ -239,7 +240,10 @@ static void weight_grad_tf(int64_t begin, int64_t end, void *ctx) {
   for (int64_t r = begin; r < end; r++) {
     int64_t o = r / j->Ci, i = r % j->Ci;
     float u[16], t[12];
+    int64_t us = 16 * j->Co * j->Ci; /* the partial sums, added in part order */
     for (int xi = 0; xi < 16; xi++) u[xi] = j->U[(xi * j->Co + o) * j->Ci + i];
+    for (int64_t q = 1; q < j->parts; q++)
+      for (int xi = 0; xi < 16; xi++) u[xi] += j->U[q * us + (xi * j->Co + o) * j->Ci + i];
     for (int c = 0; c < 4; c++) { /* t = G^T dU, 3x4 */
       float u0 = u[c], u1 = u[4 + c], u2 = u[8 + c], u3 = u[12 + c];
       t[c] = u0 + 0.5f * (u1 + u2); t[4 + c] = 0.5f * (u1 - u2); t[8 + c] = 0.5f * (u1 + u2) + u3;
@@ -263,18 +267,18 @@ static int64_t chunk_samples(int64_t N, int64_t Ci, int64_t Co, int64_t T) {
 static gs_status oom(void) { return gs_error_code(GS_ERR_OOM, "out of memory in the Winograd convolution"); }
 
 /* Sets up the geometry common to both entry points; *buf gets U, V, M. */
-static gs_status setup(wino_job *j, int64_t N, float **buf, size_t *bytes) {
+static gs_status setup(wino_job *j, int64_t N, int64_t nu, float **buf, size_t *bytes) {
   pthread_once(&blas_once, blas_single);
   j->th = (j->oh + 1) / 2;
   j->tw = (j->ow + 1) / 2;
   int64_t T = j->th * j->tw;
   int64_t ns = chunk_samples(N, j->Ci, j->Co, T);
   size_t u = (size_t)(16 * j->Co * j->Ci), vm = (size_t)(16 * (j->Ci + j->Co) * ns * T);
-  *bytes = sizeof(float) * (u + vm);
+  *bytes = sizeof(float) * (u * (size_t)nu + vm);
   *buf = scratch_get(*bytes);
   if (!*buf) return oom();
   j->U = *buf;
-  j->V = j->U + u;
+  j->V = j->U + u * (size_t)nu;
   j->M = j->V + (size_t)(16 * j->Ci * ns * T);
   j->ns = ns;
   return GS_OK;
@@ -333,7 +337,7 @@ gs_status gs_cpu_conv3x3_wino(gs_tensor *y, const gs_tensor *x, const gs_tensor 
   if (N == 0 || j.Co == 0 || j.oh == 0 || j.ow == 0) return GS_OK;
   float *buf = NULL;
   size_t bytes = 0;
-  GS_TRY(setup(&j, N, &buf, &bytes));
+  GS_TRY(setup(&j, N, 1, &buf, &bytes));
   int64_t T = j.th * j.tw;
   gs_status s = gs_parallel_for(j.Co * j.Ci, j.Co * j.Ci * TF_COST, weight_tf, &j);
   /* whole chunks per thread when there are enough of them to share */
@@ -363,6 +367,33 @@ gs_status gs_cpu_conv3x3_wino(gs_tensor *y, const gs_tensor *x, const gs_tensor 
   return s;
 }
 
+/* The weight gradient's parts (see gs_cpu_conv3x3_wino_gw); only for
+ * Co * Ci up to 128 * 128, where the 8 partial sums take 8 MiB at most. */
+#define GW_PARTS 8
+#define GW_PART_MAX (128 * 128)
+
+static void gw_part(int64_t part, void *ctx) {
+  const wino_job *j = ctx;
+  int64_t T = j->th * j->tw, a = j->N * part / j->parts, b = j->N * (part + 1) / j->parts;
+  float *dU = j->U + part * 16 * j->Co * j->Ci;
+  if (a == b) { memset(dU, 0, sizeof(float) * (size_t)(16 * j->Co * j->Ci)); return; }
+  float *buf = thread_scratch(sizeof(float) * (size_t)(16 * (j->Ci + j->Co) * j->ns * T));
+  if (!buf) { atomic_store((atomic_bool *)&j->oom, true); return; }
+  for (int64_t n0 = a; n0 < b; n0 += j->ns) {
+    int64_t ns = b - n0 < j->ns ? b - n0 : j->ns;
+    wino_job c = *j;
+    c.n0 = n0;
+    c.Tc = ns * T;
+    c.V = buf;
+    c.M = buf + 16 * j->Ci * c.Tc;
+    c.U = dU;
+    c.accumulate = n0 > a;
+    input_tf(0, ns * j->Ci, &c);
+    grad_out_tf(0, ns * j->Co, &c);
+    for (int64_t xi = 0; xi < 16; xi++) product_gw(xi, &c);
+  }
+}
+
 gs_status gs_cpu_conv3x3_wino_gw(gs_tensor *gw, const gs_tensor *x, const gs_tensor *gy, int64_t ph, int64_t pw) {
   wino_job j = {0};
   int64_t N = x->shape[0];
@@ -374,9 +405,29 @@ gs_status gs_cpu_conv3x3_wino_gw(gs_tensor *gw, const gs_tensor *x, const gs_ten
   if (j.Co == 0 || j.Ci == 0) return GS_OK;
   float *buf = NULL;
   size_t bytes = 0;
-  GS_TRY(setup(&j, N > 0 ? N : 1, &buf, &bytes));
+  /* whole chunks per part, as the forward pass, when the partial sums are
+   * small: a fixed number of parts whatever the thread count, each
+   * summing its samples' products in its own dU, then added in part
+   * order, so the result does not depend on the threads either */
+  int64_t th = (j.oh + 1) / 2, tw = (j.ow + 1) / 2, T0 = th * tw;
+  int64_t per = 16 * (j.Ci + j.Co) * T0 * (int64_t)sizeof(float);
+  int64_t nt = per > 0 ? (int64_t)(WINO_THREAD_BYTES / (size_t)per) : 1;
+  if (nt < 1) nt = 1;
+  bool by_parts = gs_num_threads() > 1 && T0 > 0 && j.Co * j.Ci <= GW_PART_MAX && N >= GW_PARTS * nt;
+  GS_TRY(setup(&j, N > 0 ? N : 1, by_parts ? GW_PARTS : 1, &buf, &bytes));
   int64_t T = j.th * j.tw;
   gs_status s = GS_OK;
+  if (by_parts) {
+    wino_job c = j;
+    c.N = N;
+    c.ns = nt;
+    c.parts = GW_PARTS;
+    s = gs_parallel_run(GW_PARTS, gw_part, &c);
+    if (s == GS_OK && atomic_load(&c.oom)) s = oom();
+    if (s == GS_OK) s = gs_parallel_for(j.Co * j.Ci, j.Co * j.Ci * TF_COST * GW_PARTS, weight_grad_tf, &c);
+    scratch_put(buf, bytes);
+    return s;
+  }
   if (N == 0 || T == 0) memset(j.U, 0, sizeof(float) * (size_t)(16 * j.Co * j.Ci));
   for (int64_t n0 = 0; s == GS_OK && n0 < N && T > 0; n0 += j.ns) {
     int64_t ns = N - n0 < j.ns ? N - n0 : j.ns;
