@@ -33,6 +33,7 @@
 #include "backend/cpu/cpu_winograd.h"
 #include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
+#include "backend/cpu/cpu_math.h" /* GS_VECTOR_CLONES */
 
 /* The transformed buffers (V and M) of one chunk stay under this many
  * bytes: big enough for long products, small enough to stay in L2/L3
@@ -91,7 +92,7 @@ typedef struct {
 
 /* ---- the weight: U[xi][o][i] = (G g G^T)[xi] of kernel g = w[o][i]
  * (flip: w[i][o] rotated 180 degrees, the input gradient's kernel) */
-static void weight_tf(int64_t begin, int64_t end, void *ctx) {
+GS_VECTOR_CLONES static void weight_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   for (int64_t r = begin; r < end; r++) {
     int64_t o = r / j->Ci, i = r % j->Ci;
@@ -119,7 +120,7 @@ static void weight_tf(int64_t begin, int64_t end, void *ctx) {
  * memory or stride 2, which the compiler vectorizes. */
 #define SEG 128
 #define SEG_W (2 * SEG + 2)
-static void input_tf(int64_t begin, int64_t end, void *ctx) {
+GS_VECTOR_CLONES static void input_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t T = j->th * j->tw, xs = j->Ci * j->Tc;
   float line[4][SEG_W], t[4][SEG_W];
@@ -136,9 +137,16 @@ static void input_tf(int64_t begin, int64_t end, void *ctx) {
         for (int r = 0; r < 4; r++) {
           int64_t iy = 2 * ty - j->ph + r;
           float *dst = line[r];
-          if (iy < 0 || iy >= j->H || hi <= lo) { memset(dst, 0, sizeof(float) * (size_t)lw); continue; }
+          /* plain loops, not memcpy/memset: GCC turns those into `rep
+           * movs`, whose start-up cost was a quarter of this function on
+           * lines of 10 to 60 floats */
+          if (iy < 0 || iy >= j->H || hi <= lo) {
+            for (int64_t q = 0; q < lw; q++) dst[q] = 0;
+            continue;
+          }
+          const float *src = plane + iy * j->W + ix0;
           for (int64_t q = 0; q < lo; q++) dst[q] = 0;
-          memcpy(dst + lo, plane + iy * j->W + ix0 + lo, sizeof(float) * (size_t)(hi - lo));
+          for (int64_t q = lo; q < hi; q++) dst[q] = src[q];
           for (int64_t q = hi; q < lw; q++) dst[q] = 0;
         }
         for (int64_t q = 0; q < lw; q++) { /* t = B^T d, down the columns */
@@ -175,7 +183,7 @@ static void product_gw(int64_t xi, void *ctx) {
 }
 
 /* ---- the output: y plane (sample, o) from M's tiles, + bias */
-static void output_tf(int64_t begin, int64_t end, void *ctx) {
+GS_VECTOR_CLONES static void output_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t T = j->th * j->tw, ms = j->Co * j->Tc;
   for (int64_t p = begin; p < end; p++) {
@@ -205,7 +213,7 @@ static void output_tf(int64_t begin, int64_t end, void *ctx) {
 
 /* ---- the output gradient: dM[xi][o][t] = (A dY A^T)[xi] of each 2x2
  * tile of gy plane (sample, o), 0 past the output's edge */
-static void grad_out_tf(int64_t begin, int64_t end, void *ctx) {
+GS_VECTOR_CLONES static void grad_out_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t T = j->th * j->tw, ms = j->Co * j->Tc;
   for (int64_t p = begin; p < end; p++) {
@@ -235,7 +243,7 @@ static void grad_out_tf(int64_t begin, int64_t end, void *ctx) {
 }
 
 /* ---- gw[o][i] = G^T dU[.][o][i] G */
-static void weight_grad_tf(int64_t begin, int64_t end, void *ctx) {
+GS_VECTOR_CLONES static void weight_grad_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   for (int64_t r = begin; r < end; r++) {
     int64_t o = r / j->Ci, i = r % j->Ci;
