@@ -39,7 +39,22 @@ static int l_conv_col_cap(lua_State *L) {
   return 1;
 }
 
+/* torch._conv_winograd([mode]) -> the mode before the call, and how many
+ * convolution passes took the Winograd F(2x2, 3x3) path so far (internal,
+ * for specs and benchmarks): 0 off, 1 auto (default), 2 wherever the
+ * geometry allows; no argument only reads. */
+static int l_conv_winograd(lua_State *L) {
+  lua_Integer mode = luaL_optinteger(L, 1, -1);
+  if (!lua_isnoneornil(L, 1) && (mode < 0 || mode > 2))
+    return luaL_error(L, "torch._conv_winograd: expected a mode of 0 (off), 1 (auto) or 2 (always), got %d", (int)mode);
+  int64_t calls = 0;
+  lua_pushinteger(L, gs_conv_winograd(lua_isnoneornil(L, 1) ? -1 : (int)mode, &calls));
+  lua_pushinteger(L, (lua_Integer)calls);
+  return 2;
+}
+
 void gsL_open_conv(lua_State *L) {
-  static const luaL_Reg fns[] = {{"_conv", l_conv}, {"_conv_col_cap", l_conv_col_cap}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"_conv", l_conv}, {"_conv_col_cap", l_conv_col_cap},
+                                  {"_conv_winograd", l_conv_winograd}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

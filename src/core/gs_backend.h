@@ -198,6 +198,20 @@ typedef struct gs_backend {
    * none), added in row order so every device gives the same sums; no
    * atomics. */
   gs_status (*col2im)(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g);
+  /* ---- Winograd F(2x2, 3x3) fast path (branch wino; optional, NULL:
+   * the op layer uses im2col). float32, all tensors contiguous, 3x3
+   * kernel, stride 1, dilation 1, no groups. ---- */
+  /* y [N, Co, oh, ow] = the convolution of x [N, Ci, H, W]: y[n, o, p, q] =
+   * b[o] + sum over i, a, c of x[n, i, p - ph + a, q - pw + c] * k[o, i, a, c]
+   * (0 outside x; ph, pw may be negative), b may be NULL; k = w [Co, Ci, 3, 3],
+   * or with flip k[o, i, a, c] = w[i, o, 2 - a, 2 - c] for w [Ci, Co, 3, 3]
+   * (the input gradient's kernel). */
+  gs_status (*conv3x3_wino)(gs_tensor *y, const gs_tensor *x, const gs_tensor *w, const gs_tensor *b, int64_t ph,
+                            int64_t pw, bool flip);
+  /* gw [Co, Ci, 3, 3] = the weight gradient of that convolution (no flip)
+   * for x [N, Ci, H, W] and gy [N, Co, oh, ow]; wholly written */
+  gs_status (*conv3x3_wino_gw)(gs_tensor *gw, const gs_tensor *x, const gs_tensor *gy, int64_t ph, int64_t pw);
+  /* ---- end of the Winograd slots ---- */
 
   /* ---- pooling, batch norm and resizing (issue 20, branch pool): x, gy
    * contiguous float32/float64; outputs contiguous and wholly written.

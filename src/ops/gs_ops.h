@@ -195,5 +195,12 @@ gs_status gs_conv_backward(const gs_tensor *x, const gs_tensor *w, const gs_tens
  * one sample is taken, whatever its size); a
  * non-zero cap replaces it. Returns the cap before the call. */
 size_t gs_conv_col_cap(size_t cap);
+/* The Winograd F(2x2, 3x3) fast path for 3x3 stride-1 float32 convs on
+ * backends with the conv3x3_wino slots (branch wino): mode 0 off (always
+ * im2col), 1 auto (where measured faster; the default), 2 wherever the
+ * geometry allows (specs); a negative mode only reads. Returns the mode
+ * before the call; *calls (may be NULL) gets how many passes (forward,
+ * input gradient, weight gradient each count one) took the path so far. */
+int gs_conv_winograd(int mode, int64_t *calls);
 
 #endif

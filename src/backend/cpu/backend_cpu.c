@@ -14,7 +14,10 @@
 
 static void *cpu_alloc(int i, size_t n) { return gs_host_alloc(n); }
 static void cpu_free(int i, void *p, size_t n) { gs_host_free(p, n); }
-static void cpu_empty_cache(int i) { gs_host_empty_cache(); }
+static void cpu_empty_cache(int i) {
+  gs_host_empty_cache();
+  gs_cpu_wino_release_cache(); /* Winograd scratch (branch wino) */
+}
 static void cpu_mem_stats(int i, gs_mem_stats *s) {
   memset(s, 0, sizeof *s);
   s->allocated = gs_host_bytes_in_use();
@@ -211,6 +214,33 @@ static gs_status prof_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_g
   return record_col2im(x, col, g);
 }
 
+/* ---- Winograd F(2x2, 3x3) convolutions (branch wino). FLOPs: those of
+ * the direct convolution it stands for (2 * outputs * Ci * 9), so rates
+ * compare with im2col's products. ---- */
+static NOINLINE gs_status record_wino(gs_tensor *y, const gs_tensor *x, const gs_tensor *w, const gs_tensor *b,
+                                      int64_t ph, int64_t pw, bool flip) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_conv3x3_wino(y, x, w, b, ph, pw, flip);
+  prof_kernel("conv3x3_winograd", t0, y, NULL, x, w, 18 * elems(y) * (uint64_t)x->shape[1]);
+  return s;
+}
+static gs_status prof_wino(gs_tensor *y, const gs_tensor *x, const gs_tensor *w, const gs_tensor *b, int64_t ph,
+                           int64_t pw, bool flip) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_conv3x3_wino(y, x, w, b, ph, pw, flip);
+  return record_wino(y, x, w, b, ph, pw, flip);
+}
+static NOINLINE gs_status record_wino_gw(gs_tensor *gw, const gs_tensor *x, const gs_tensor *gy, int64_t ph,
+                                         int64_t pw) {
+  uint64_t t0 = gs_prof_now_ns();
+  gs_status s = gs_cpu_conv3x3_wino_gw(gw, x, gy, ph, pw);
+  prof_kernel("conv3x3_winograd_gw", t0, gw, NULL, x, gy, 18 * elems(gy) * (uint64_t)x->shape[1]);
+  return s;
+}
+static gs_status prof_wino_gw(gs_tensor *gw, const gs_tensor *x, const gs_tensor *gy, int64_t ph, int64_t pw) {
+  if (__builtin_expect(!gs_prof_on(), 1)) return gs_cpu_conv3x3_wino_gw(gw, x, gy, ph, pw);
+  return record_wino_gw(gw, x, gy, ph, pw);
+}
+
 /* ---- issue 20: pooling, batch norm, resizing. FLOPs: one per input
  * element read (pooling, resizing), as the simulated devices count them
  * (backend_sim.c). ---- */
@@ -305,6 +335,8 @@ const gs_backend gs_backend_cpu = {
   .check_index = gs_cpu_check_index,
   /* convolution (conv2d) */
   .im2col = prof_im2col, .col2im = prof_col2im,
+  /* Winograd F(2x2, 3x3) (branch wino) */
+  .conv3x3_wino = prof_wino, .conv3x3_wino_gw = prof_wino_gw,
   /* issue 20: pooling, batch norm, resizing */
   .pool2d = prof_pool2d, .pool2d_backward = prof_pool2d_backward,
   .bn_stats = prof_bn_stats, .bn_reduce = prof_bn_reduce, .bn_elemt = prof_bn_elemt,

@@ -18,6 +18,7 @@ extern const gs_backend gs_backend_cpu;
 #include "backend/cpu/cpu_random.h"
 #include "backend/cpu/cpu_reduce.h"
 #include "backend/cpu/cpu_unary.h"
+#include "backend/cpu/cpu_winograd.h" /* Winograd F(2x2, 3x3) (branch wino) */
 
 /* Below this many elements a kernel runs on one thread: the pool's
  * workers sleep between jobs, and waking one costs more than it saves
