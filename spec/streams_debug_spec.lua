@@ -407,6 +407,31 @@ describe("streams: Ctrl-C during a wait", function()
     end)
   end
 
+  -- issue 23 (a wait that did not look at the flag): x:copy_(y) into a
+  -- CPU tensor holds interrupts off, as every in-place write does, so its
+  -- wait for y's queued work ignored Ctrl-C (3 s here); nothing of x is
+  -- written before that wait ends, so it stops like y:cpu() does
+  it("a copy into a CPU tensor waiting for its source's queued work stops at once; the target keeps its values", function()
+    local x = torch.zeros(16)
+    local y = torch.zeros(16, { device = "cuda:0" })
+    cuda.synchronize()
+    busy("cuda:0", 1500)
+    y:add_(1)
+    local t0 = torch.clock()
+    torch._interrupt_in(0.2)
+    local ok, err = pcall(function() x:copy_(y) end)
+    local took = torch.clock() - t0
+    local left = torch._interrupt_pending()
+    if left then pcall(function() return torch.ones(1 << 22) + 1 end) end -- consumed, not left to the next case
+    assert.is_false(ok, ("the copy ran to its end (%.2f s)"):format(took))
+    assert.matches("interrupted!", err)
+    assert.is_true(took < 0.7, ("the copy stopped after %.2f s"):format(took))
+    assert.are.equal(0, x:sum():item()) -- untouched
+    -- the queued work ran on; the copy done again gets it
+    x:copy_(y)
+    assert.are.equal(16, x:sum():item())
+  end)
+
   -- (API fuzzer seed 1234, case 8284: torch.load's host tensor was freed
   -- after an interrupted copy to the device, which then read freed memory.
   -- This case does not reproduce that read by itself -- the fuzzer's run

@@ -107,7 +107,8 @@ function M.list()
           local h = header.read_file(path)
           if h then
             seen[name] = true
-            res[#res + 1] = { name = name, title = h.title or name, steps = h.steps }
+            -- (control characters, a terminal's escapes included, print as spaces)
+            res[#res + 1] = { name = name, title = h.title and h.title:gsub("%c", " ") or name, steps = h.steps }
           end
         end
       end

@@ -558,15 +558,17 @@ gs_status gs_queue_wait_seq(int dev, int id, uint64_t seq, const char *what, boo
   return report ? take_errors(dev) : GS_OK;
 }
 
-static gs_status wait_device(int dev) {
+static gs_status wait_device_ex(int dev, bool any_op) {
   for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
     stream *s = stream_of(dev, k);
     if (!s->started) continue;
-    GS_TRY(host_wait_stream(s, s->enqueued));
+    GS_TRY(host_wait_stream_ex(s, s->enqueued, any_op));
     reap(s);
   }
   return GS_OK;
 }
+
+static gs_status wait_device(int dev) { return wait_device_ex(dev, false); }
 
 gs_status gs_queue_sync_device(int dev, const char *what) {
   GS_TRY(gs_sync_note(what));
@@ -587,17 +589,19 @@ void gs_queue_drain_device(int dev) {
   }
 }
 
-gs_status gs_buffer_host_wait(gs_buffer *b, const char *what) {
+/* any_op: the wait may stop inside an in-place op too (see
+ * gs_buffer_host_wait_before_write) */
+static gs_status buffer_host_wait(gs_buffer *b, const char *what, bool any_op) {
   int dev = b->device.index;
   GS_TRY(gs_sync_note(what));
   if (b->uses_lost) {
-    for (int i = 0; i < ndevs; i++) GS_TRY(wait_device(i));
+    for (int i = 0; i < ndevs; i++) GS_TRY(wait_device_ex(i, any_op));
     b->uses_lost = false;
     b->nuses = 0;
   }
   for (int i = 0; i < b->nuses; i++) {
     stream *s = stream_of(b->uses[i].device, b->uses[i].stream);
-    GS_TRY(host_wait_stream(s, b->uses[i].seq));
+    GS_TRY(host_wait_stream_ex(s, b->uses[i].seq, any_op));
     reap(s);
   }
   gs_status st = take_errors(dev);
@@ -614,6 +618,15 @@ gs_status gs_buffer_host_wait(gs_buffer *b, const char *what) {
     if (st == GS_OK) st = gs_error("this tensor holds the undefined result of work that failed (reported before): %s", msg);
   }
   return st;
+}
+
+gs_status gs_buffer_host_wait(gs_buffer *b, const char *what) { return buffer_host_wait(b, what, false); }
+
+/* (issue 23: `x:copy_(y)` into a CPU tensor waited deaf to Ctrl-C for
+ * y's queued work, since the copy holds interrupts off; nothing of x is
+ * written before this wait ends) */
+gs_status gs_buffer_host_wait_before_write(gs_buffer *b, const char *what) {
+  return buffer_host_wait(b, what, gs_hold_queued == 0);
 }
 
 /* ---- buffer lifetime ---- */

@@ -105,6 +105,10 @@ int gs_queue_pool_stream(int dev);
  * and messages ("item", "synchronize", NULL: no sync-debug note). Each
  * reports a deferred device error of the device(s) waited on. */
 gs_status gs_buffer_host_wait(gs_buffer *b, const char *what);
+/* The same, for a copy to the host that has written nothing yet: Ctrl-C
+ * stops it also inside an in-place op (x:copy_(y) into a CPU tensor) as
+ * long as that op has queued no write into the caller's buffers. */
+gs_status gs_buffer_host_wait_before_write(gs_buffer *b, const char *what);
 gs_status gs_queue_sync_stream(int dev, int stream, const char *what);
 /* waits until the stream completed seq (a task it queued); report: take
  * the device's deferred errors too (a copy from the host does not) */

@@ -470,7 +470,8 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
   bool from_host = src->buf->device.type == GS_CPU, to_host = dst->buf->device.type == GS_CPU;
   uint64_t bytes = (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype);
   if (to_host) {
-    GS_TRY(gs_buffer_host_wait(src->buf, "a copy to the host"));
+    /* (nothing of dst is written before this wait ends: Ctrl-C may stop it) */
+    GS_TRY(gs_buffer_host_wait_before_write(src->buf, "a copy to the host"));
     uint64_t t0 = gs_prof_on() ? gs_prof_now_ns() : 0;
     gs_status st = gs_cpu_copy(dst, src);
     if (t0) {
