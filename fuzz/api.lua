@@ -105,6 +105,7 @@ local function snapshot(t)
       if ok or not tostring(v):find("interrupted!", 1, true) then break end
     end
     s.values = ok and v or nil
+    s.read_error = not ok and tostring(v) or nil
   end
   return s
 end
@@ -113,7 +114,8 @@ local function snapshot_problem(t, s)
   local now = snapshot(t)
   for _, k in ipairs({"shape", "stride", "offset", "dtype", "device", "requires_grad", "values"}) do
     if not values_equal(now[k], s[k]) then
-      return ("%s changed from %s to %s"):format(k, C.describe_value(s[k]), C.describe_value(now[k]))
+      return ("%s changed from %s to %s%s"):format(k, C.describe_value(s[k]), C.describe_value(now[k]),
+        now.read_error and " (reading it failed: " .. now.read_error .. ")" or "")
     end
   end
 end
