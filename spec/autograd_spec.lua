@@ -351,3 +351,29 @@ describe("gradients of products with transposed operands", function()
     assert.is_true(l.weight.grad:cpu():double():allclose(want, 1e-4, 1e-4))
   end)
 end)
+
+-- A tensor whose shape changed after it was used (x.data = ...) sends a
+-- gradient of its new shape back into nodes that recorded the old one:
+-- an error, as PyTorch's "returned an invalid gradient", never a read of
+-- dims the gradient does not have (API fuzzer seed 99991 case 339: UBSan
+-- overflow in the sum; plain builds gave a.grad of shape [1]).
+describe("a gradient that no longer fits its input's shape", function()
+  it("is an error naming the node, the index and both shapes; no .grad is written", function()
+    local a = torch.randn(1, 1, 4, { requires_grad = true })
+    local y = a * torch.randn(4)
+    y.data = torch.ones(4)
+    H.errors(function() y:sum():backward() end,
+      { "Function MulBackward0 returned an invalid gradient at index 0 - got [4] but expected shape compatible with [1, 1, 4]" })
+    assert.is_nil(a.grad)
+  end)
+
+  it("still sums broadcast gradients that fit", function()
+    local a = torch.randn(1, 1, 4, { requires_grad = true })
+    local b = torch.randn(3, 1, 4)
+    local y = a * b
+    y.data = torch.ones(3, 1, 4) -- same shape: nothing to refuse
+    y:sum():backward()
+    assert.are.same({ 1, 1, 4 }, a.grad:size())
+    assert.is_true(a.grad:allclose(b:sum(1, true)))
+  end)
+end)

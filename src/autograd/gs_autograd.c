@@ -3,6 +3,7 @@
  * the leaves it accumulates into. backward() orders the reachable nodes
  * topologically (Kahn), runs each node once with its summed incoming
  * gradient, and accumulates into leaves' .grad. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "autograd/gs_autograd.h"
@@ -101,7 +102,37 @@ gs_status gs_ag_check_inplace(const gs_tensor *x) {
   return GS_OK;
 }
 
+/* Whether g can be summed down to `shape` (shape broadcasts to g's):
+ * what a node's gradient for an input must satisfy. A tensor whose shape
+ * changed after it was used (x.data = ...) sends a gradient of its new
+ * shape back into nodes that recorded the old one. */
+static bool sums_to(const gs_tensor *g, int ndim, const int64_t *shape) {
+  if (g->ndim < ndim) return false;
+  for (int k = 0; k < ndim; k++) {
+    int64_t gd = g->shape[g->ndim - ndim + k];
+    if (shape[k] != gd && shape[k] != 1) return false;
+  }
+  return true;
+}
+
+static gs_status invalid_gradient(const gs_node *n, int i, const gs_tensor *g) {
+  char got[160], want[160];
+  gs_shape_str(g, got, sizeof got);
+  size_t k = (size_t)snprintf(want, sizeof want, "[");
+  for (int d = 0; d < n->in_ndim[i] && k < sizeof want; d++)
+    k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? ", " : "", (long long)n->in_shape[i][d]);
+  if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
+  return gs_error("Function %s returned an invalid gradient at index %d - got %s but expected shape compatible "
+                  "with %s (a tensor's shape changed after it was used, e.g. by x.data = ...)", n->name, i, got, want);
+}
+
 gs_status gs_sum_to(const gs_tensor *g, int ndim, const int64_t *shape, gs_tensor **out) {
+  if (!sums_to(g, ndim, shape)) {
+    char got[160];
+    gs_shape_str(g, got, sizeof got);
+    return gs_error("autograd: a gradient of shape %s cannot be summed to the %d-dim shape of its input "
+                    "(a tensor's shape changed after it was used?)", got, ndim);
+  }
   gs_tensor *cur = (gs_tensor *)g;
   gs_tensor_retain(cur);
   /* leading dims that the target does not have */
@@ -296,7 +327,8 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
       if (s == GS_OK && gi) {
         /* reduce broadcast gradients to the input's shape */
         gs_tensor *r;
-        s = gs_sum_to(gi, n->in_ndim[i], n->in_shape[i], &r);
+        s = sums_to(gi, n->in_ndim[i], n->in_shape[i]) ? gs_sum_to(gi, n->in_ndim[i], n->in_shape[i], &r)
+                                                       : invalid_gradient(n, i, gi);
         if (s == GS_OK) { gs_tensor_release(gi); gi = r; grads[i] = r; }
       }
       if (s == GS_OK && gi) {
