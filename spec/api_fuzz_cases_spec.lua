@@ -157,3 +157,16 @@ describe("named_parameters prefix and Module:to dtype (fuzz seed 1, cases 3032 a
     assert.are.equal(torch.float64, m:to({dtype = torch.float64}).weight.dtype)
   end)
 end)
+
+describe("an empty result of a refused gather on a simulated GPU (fuzz seed 99991, case 20870)", function()
+  -- the output [1, 0] has no memory; zeroing it was memset(NULL, 0, 0),
+  -- undefined behaviour that UBSan reports (run under the sanitizers)
+  it("reports the bad index at the next synchronisation, and nothing else", function()
+    local x = torch.zeros(3, 0, { device = "cuda:0" })
+    local y = x:index_select(1, torch.tensor({ 7 }, { device = "cuda:0" }))
+    assert.are.same({ 1, 0 }, y:size())
+    no_internal(H.errors(function() torch.cuda.synchronize() end,
+      { "index_select on cuda:0", "index 7 is out of bounds for dimension 1 with size 3" }))
+    torch.cuda.synchronize() -- reported once
+  end)
+end)
