@@ -161,6 +161,9 @@ end)
 describe("an empty result of a refused gather on a simulated GPU (fuzz seed 99991, case 20870)", function()
   -- the output [1, 0] has no memory; zeroing it was memset(NULL, 0, 0),
   -- undefined behaviour that UBSan reports (run under the sanitizers)
+  local saved_n, saved_cap
+  setup(function() collectgarbage(); saved_n, saved_cap = torch._sim_configure(2) end)
+  teardown(function() collectgarbage(); torch._sim_configure(saved_n, saved_cap) end)
   it("reports the bad index at the next synchronisation, and nothing else", function()
     local x = torch.zeros(3, 0, { device = "cuda:0" })
     local y = x:index_select(1, torch.tensor({ 7 }, { device = "cuda:0" }))
