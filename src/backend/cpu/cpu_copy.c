@@ -215,7 +215,7 @@ gs_status gs_cpu_index_select_flagged(gs_tensor *out, const gs_tensor *x, int di
   if (!ok) { /* recorded for later: the output is zeros, as a GPU's gather leaves it */
     /* an empty output may have no buffer at all: memset(NULL, 0, 0) is
      * undefined (API fuzzer seed 99991 case 20870, UBSan) */
-    if (outer * nidx && row) memset(dst, 0, (size_t)(outer * nidx) * row);
+    if (outer * nidx != 0 && row != 0) memset(dst, 0, (size_t)(outer * nidx) * row);
     return GS_OK;
   }
   if (row == 0) return GS_OK; /* nothing to copy (an empty x may have no buffer) */
