@@ -11,31 +11,8 @@ local torch = require("torch")
 local WGOLD = require("conv_winograd_goldens")
 local GOLD = require("conv_goldens")
 
-local function fill(shape, a, b, m, dt)
-  local n = 1
-  for _, s in ipairs(shape) do n = n * s end
-  local i = torch.arange(n)
-  local v = ((i * a + b) % m):double() / (m / 2) - 1
-  return v:view(table.unpack(shape)):to(dt)
-end
-
-local function dims(t)
-  local r = {}
-  for i = 1, t:dim() do r[i] = t:size(i) end
-  return r
-end
-
--- |got - want| <= tol * (1 + |want|) elementwise, as conv_spec.lua
-local function expect_close(got, want, shape, tol, what)
-  assert(got ~= nil, what .. ": no result")
-  assert.are.same(shape, dims(got), what .. ": shape")
-  local w = torch.tensor(want, { dtype = torch.float64 }):view(table.unpack(shape))
-  local g = got:detach():double()
-  local err = ((g - w):abs() - (w:abs() + 1) * tol):max():item()
-  if err > 0 then
-    error(("%s: differs from PyTorch by up to %.3g"):format(what, (g - w):abs():max():item()), 2)
-  end
-end
+local CC = require("conv_check")
+local fill, dims, expect_close = CC.fill, CC.dims, CC.expect_close
 
 local function calls() local _, n = torch._conv_winograd(); return n end
 

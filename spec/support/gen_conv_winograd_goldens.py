@@ -11,8 +11,7 @@ gen_conv_goldens.py (fill(shape, a, b, m)). Regenerate with
     /usr/bin/python3 spec/support/gen_conv_winograd_goldens.py > spec/support/conv_winograd_goldens.lua
 """
 import torch
-import torch.nn.functional as F
-from gen_conv_goldens import fill, lua_list, lua_val
+from gen_conv_goldens import print_case
 
 # name, x shape, Cout, bias?, padding
 CASES = [
@@ -35,24 +34,7 @@ def main():
     print("-- inputs are fill(shape, a, b, m) (see gen_conv_goldens.py).")
     print("return {")
     for k, (name, xs, cout, has_b, pad) in enumerate(CASES):
-        ws = (cout, xs[1], 3, 3)
-        x = fill(xs, 7919, 3 + k, 211).requires_grad_()
-        w = fill(ws, 4391, 5 + k, 97).requires_grad_()
-        b = fill((cout,), 271, 1 + k, 13).requires_grad_() if has_b else None
-        y = F.conv2d(x, w, b, padding=pad)
-        gy = fill(tuple(y.shape), 613, 7 + k, 101)
-        y.backward(gy)
-        print("  {")
-        print("    name = %s, nd = 2, bias = %s, k = %d," % (lua_val(name), "true" if has_b else "false", k))
-        print("    opts = {padding = %d}," % pad)
-        print("    x = {%s}, w = {%s}, y = {%s}," % (", ".join(map(str, xs)), ", ".join(map(str, ws)),
-                                                  ", ".join(map(str, y.shape))))
-        print("    out = %s," % lua_list(y.detach()))
-        print("    gx = %s," % lua_list(x.grad))
-        print("    gw = %s," % lua_list(w.grad))
-        if has_b:
-            print("    gb = %s," % lua_list(b.grad))
-        print("  },")
+        print_case(k, name, 2, xs, (cout, xs[1], 3, 3), has_b, {"padding": pad})
     print("}")
 
 
