@@ -6,7 +6,6 @@ kernel with status 0.
     python3 control.py GSHELL OUT.lua"""
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,33 +18,42 @@ def control(gshell, out):
     log_path = os.path.join(prefix, "kernel.log")
     km, kc, log = U.start(log_path)
     try:
-        def busy(code, key, **kw):
-            res = {}
-            t = threading.Thread(target=lambda: res.update(U.run(kc, code, timeout=60, **kw)))
-            t.start()
+        # One thread drives every channel: a ZeroMQ socket must never be
+        # used by two threads, nor closed under one that waits on it (a
+        # helper thread left waiting on shell while stop_channels closed it
+        # aborted libzmq with "Bad address (src/fq.cpp:87)").
+        def busy(code, **kw):
+            msg_id = kc.execute(code, **kw)
             time.sleep(0.8)
-            return t, res
+            return msg_id
+
+        def reply_to(msg_id, timeout):
+            deadline = time.time() + timeout
+            while True:
+                m = kc.get_shell_msg(timeout=max(0.1, deadline - time.time()))
+                if m["parent_header"].get("msg_id") == msg_id:
+                    return m["content"]
 
         # interrupt_request on control during a pure Lua loop
-        t, res = busy("k = 0 while true do k = k + 1 end", "loop")
+        cell = busy("k = 0 while true do k = k + 1 end")
         t0 = time.time()
         kc.control_channel.send(kc.session.msg("interrupt_request", {}))
         rep = kc.get_control_msg(timeout=10)
         r["interrupt_reply_s"] = time.time() - t0
         r["interrupt_reply"] = rep["content"]
-        t.join(30)
-        r["interrupted_status"] = res.get("reply", {}).get("status")
-        r["interrupted_ename"] = res.get("reply", {}).get("ename")
+        res = reply_to(cell, 30)
+        r["interrupted_status"] = res.get("status")
+        r["interrupted_ename"] = res.get("ename")
         r["after_interrupt"] = U.run(kc, "k > 0")
         # kernel_info on control while a cell runs: answered after it
-        t, res = busy("local t0 = torch.clock() while torch.clock() - t0 < 1.5 do end", "short")
+        cell = busy("local t0 = torch.clock() while torch.clock() - t0 < 1.5 do end")
         kc.control_channel.send(kc.session.msg("kernel_info_request", {}))
         info = kc.get_control_msg(timeout=10)
-        t.join(30)
+        reply_to(cell, 30)
         r["info_after_cell"] = info["msg_type"]
         # shutdown_request on control while io.read waits for input
         proc = km.provisioner.process
-        t, res = busy("io.read()", "read", allow_stdin=True, stdin_hook=lambda m: None)
+        busy("io.read()", allow_stdin=True)
         t0 = time.time()
         kc.control_channel.send(kc.session.msg("shutdown_request", {"restart": False}))
         rep = kc.get_control_msg(timeout=10)

@@ -48,6 +48,26 @@ def run(kc, code, timeout=30, **kw):
     return {"reply": reply["content"], "iopub": msgs}
 
 
+def collect(kc, msg_id, timeout=30):
+    """The reply and iopub messages of a request already sent with
+    kc.execute, as run() returns them."""
+    import time
+    deadline = time.time() + timeout
+    while True:
+        m = kc.get_shell_msg(timeout=max(0.1, deadline - time.time()))
+        if m["parent_header"].get("msg_id") == msg_id:
+            reply = m["content"]
+            break
+    msgs = []
+    while True:
+        m = kc.get_iopub_msg(timeout=max(0.1, deadline - time.time()))
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        msgs.append({"msg_type": m["msg_type"], "content": m["content"], "t": time.time()})
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return {"reply": reply, "iopub": msgs}
+
+
 def to_lua(v, indent=""):
     if v is None:
         return "nil"

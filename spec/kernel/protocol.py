@@ -103,15 +103,18 @@ def protocol(gshell, out):
         # (issue 23, Low) a reply sent before its request, and a reply to
         # another request, answer nothing: the cell reads the right one
         # (the early one arrives while the cell runs, before it asks)
-        early = threading.Timer(0.2, lambda: kc.input("stale"))
-        early.start()
-
-        def two_replies(msg):
-            wrong = kc.session.msg("input_reply", {"value": "wrong"}, parent={"msg_id": "another-request"})
-            kc.stdin_channel.send(wrong)
-            kc.input("right")
-        r["stdin_stale"] = U.run(kc, "local t0 = torch.clock() while torch.clock() - t0 < 0.8 do end\nio.read()",
-                                 allow_stdin=True, stdin_hook=two_replies)
+        # (all from this thread: a ZeroMQ socket used by two threads at
+        # once can abort libzmq)
+        cell = kc.execute("local t0 = torch.clock() while torch.clock() - t0 < 0.8 do end\nio.read()",
+                          allow_stdin=True)
+        time.sleep(0.2)
+        kc.input("stale")
+        ask = kc.get_stdin_msg(timeout=10)
+        assert ask["msg_type"] == "input_request", ask["msg_type"]
+        wrong = kc.session.msg("input_reply", {"value": "wrong"}, parent={"msg_id": "another-request"})
+        kc.stdin_channel.send(wrong)
+        kc.input("right")
+        r["stdin_stale"] = U.collect(kc, cell)
         # a heartbeat of several frames comes back whole
         hb = zmq.Context.instance().socket(zmq.REQ)
         hb.setsockopt(zmq.LINGER, 0)
