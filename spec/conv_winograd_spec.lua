@@ -98,6 +98,13 @@ describe("conv2d's Winograd F(2x2, 3x3) path (cpu, float32)", function()
     against_im2col(1, 7, 5, 10, 9, 2, false)
   end)
 
+  -- the transforms take a tile row in segments of 128 tiles: 517 columns
+  -- make 258 full tiles (two whole segments and 2 more) and a half tile
+  it("agrees with im2col on rows of more than two segments of tiles", function()
+    against_im2col(2, 3, 4, 5, 517, 1, true)
+    against_im2col(1, 2, 3, 6, 516, 0, false)
+  end)
+
   it("stays within 1e-5 of a float64 reference on ResNet's 3x3 64 -> 64 layer", function()
     torch.manual_seed(7)
     local x = torch.randn(4, 64, 28, 28, { dtype = torch.float64 })

@@ -193,62 +193,107 @@ static void product_gw(int64_t xi, void *ctx) {
               j->accumulate ? 1.0f : 0.0f, j->U + xi * j->Co * j->Ci, (blasint)j->Ci);
 }
 
-/* ---- the output: y plane (sample, o) from M's tiles, + bias */
+/* ---- the output: y plane (sample, o) from M's tiles, + bias.
+ * One tile at a time where a tile is cut by the output's edge (odd
+ * sizes); the full tiles of a full tile row in one loop over the row's
+ * tiles, whose 16 inputs are contiguous runs of M, so it vectorizes (tile
+ * by tile with the edge tests, it was 15% of a 56x56 layer's step). Both
+ * compute every value with the same operations in the same order. */
+static inline void output_tile(const wino_job *j, const float *mt, int64_t ms, float *out, bool two_rows,
+                               bool two_cols, float bias) {
+  float t[8];
+  for (int q = 0; q < 4; q++) { /* t = A^T M, by columns */
+    float m0 = mt[q * ms], m1 = mt[(4 + q) * ms], m2 = mt[(8 + q) * ms], m3 = mt[(12 + q) * ms];
+    t[q] = m0 + m1 + m2; t[4 + q] = m1 - m2 - m3;
+  }
+  for (int a = 0; a < (two_rows ? 2 : 1); a++) { /* Y = t A, by rows */
+    out[a * j->ow] = t[a * 4] + t[a * 4 + 1] + t[a * 4 + 2] + bias;
+    if (two_cols) out[a * j->ow + 1] = t[a * 4 + 1] - t[a * 4 + 2] - t[a * 4 + 3] + bias;
+  }
+}
+
 GS_VECTOR_CLONES static void output_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
-  int64_t T = j->th * j->tw, ms = j->Co * j->Tc;
+  int64_t T = j->th * j->tw, ms = j->Co * j->Tc, full_x = j->ow / 2, full_y = j->oh / 2;
+  float t[8][SEG];
   for (int64_t p = begin; p < end; p++) {
     int64_t s = p / j->Co, o = p % j->Co;
     float *plane = j->y + ((j->n0 + s) * j->Co + o) * j->oh * j->ow;
     const float *m = j->M + o * j->Tc + s * T;
     float bias = j->b ? j->b[o] : 0.0f;
     for (int64_t ty = 0; ty < j->th; ty++) {
-      bool two_rows = 2 * ty + 1 < j->oh;
-      for (int64_t tx = 0; tx < j->tw; tx++) {
-        const float *mt = m + ty * j->tw + tx;
-        float t[8];
-        for (int q = 0; q < 4; q++) { /* t = A^T M, by columns */
-          float m0 = mt[q * ms], m1 = mt[(4 + q) * ms], m2 = mt[(8 + q) * ms], m3 = mt[(12 + q) * ms];
-          t[q] = m0 + m1 + m2; t[4 + q] = m1 - m2 - m3;
-        }
-        float *out = plane + 2 * ty * j->ow + 2 * tx;
-        bool two_cols = 2 * tx + 1 < j->ow;
-        for (int a = 0; a < (two_rows ? 2 : 1); a++) { /* Y = t A, by rows */
-          out[a * j->ow] = t[a * 4] + t[a * 4 + 1] + t[a * 4 + 2] + bias;
-          if (two_cols) out[a * j->ow + 1] = t[a * 4 + 1] - t[a * 4 + 2] - t[a * 4 + 3] + bias;
+      const float *mr = m + ty * j->tw;
+      float *o0 = plane + 2 * ty * j->ow;
+      if (ty < full_y) {
+        float *o1 = o0 + j->ow;
+        for (int64_t k0 = 0; k0 < full_x; k0 += SEG) { /* in segments of SEG tiles */
+          int64_t nk = full_x - k0 < SEG ? full_x - k0 : SEG;
+          for (int q = 0; q < 4; q++) { /* t = A^T M, by columns */
+            const float *a0 = mr + q * ms + k0, *a1 = a0 + 4 * ms, *a2 = a0 + 8 * ms, *a3 = a0 + 12 * ms;
+            float *tq = t[q], *uq = t[4 + q];
+            for (int64_t k = 0; k < nk; k++) { tq[k] = a0[k] + a1[k] + a2[k]; uq[k] = a1[k] - a2[k] - a3[k]; }
+          }
+          float *r0 = o0 + 2 * k0, *r1 = o1 + 2 * k0;
+          for (int64_t k = 0; k < nk; k++) { /* Y = t A, both rows */
+            r0[2 * k] = t[0][k] + t[1][k] + t[2][k] + bias; r0[2 * k + 1] = t[1][k] - t[2][k] - t[3][k] + bias;
+            r1[2 * k] = t[4][k] + t[5][k] + t[6][k] + bias; r1[2 * k + 1] = t[5][k] - t[6][k] - t[7][k] + bias;
+          }
         }
       }
+      for (int64_t tx = ty < full_y ? full_x : 0; tx < j->tw; tx++)
+        output_tile(j, mr + tx, ms, o0 + 2 * tx, 2 * ty + 1 < j->oh, 2 * tx + 1 < j->ow, bias);
     }
   }
 }
 
 /* ---- the output gradient: dM[xi][o][t] = (A dY A^T)[xi] of each 2x2
- * tile of gy plane (sample, o), 0 past the output's edge */
+ * tile of gy plane (sample, o), 0 past the output's edge. As the output
+ * transform: full tiles of full rows in one vector loop, the rest one by
+ * one (it was 14% of a 56x56 layer's step tile by tile). */
+static inline void grad_out_tile(const float *g, int64_t ow, bool two_rows, bool two_cols, float *mt, int64_t ms) {
+  float y00 = g[0], y01 = two_cols ? g[1] : 0.0f;
+  float y10 = two_rows ? g[ow] : 0.0f, y11 = two_rows && two_cols ? g[ow + 1] : 0.0f;
+  /* A dY: rows (y0., y0. + y1., y0. - y1., -y1.) */
+  float r[4][2] = {{y00, y01}, {y00 + y10, y01 + y11}, {y00 - y10, y01 - y11}, {-y10, -y11}};
+  for (int a = 0; a < 4; a++) { /* (A dY) A^T, by rows */
+    float p0 = r[a][0], p1 = r[a][1];
+    mt[(a * 4 + 0) * ms] = p0;
+    mt[(a * 4 + 1) * ms] = p0 + p1;
+    mt[(a * 4 + 2) * ms] = p0 - p1;
+    mt[(a * 4 + 3) * ms] = -p1;
+  }
+}
+
 GS_VECTOR_CLONES static void grad_out_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
-  int64_t T = j->th * j->tw, ms = j->Co * j->Tc;
+  int64_t T = j->th * j->tw, ms = j->Co * j->Tc, full_x = j->ow / 2, full_y = j->oh / 2;
+  float r[8][SEG];
   for (int64_t p = begin; p < end; p++) {
     int64_t s = p / j->Co, o = p % j->Co;
     const float *plane = j->gy + ((j->n0 + s) * j->Co + o) * j->oh * j->ow;
     float *m = j->M + o * j->Tc + s * T;
     for (int64_t ty = 0; ty < j->th; ty++) {
-      bool two_rows = 2 * ty + 1 < j->oh;
-      for (int64_t tx = 0; tx < j->tw; tx++) {
-        const float *g = plane + 2 * ty * j->ow + 2 * tx;
-        bool two_cols = 2 * tx + 1 < j->ow;
-        float y00 = g[0], y01 = two_cols ? g[1] : 0.0f;
-        float y10 = two_rows ? g[j->ow] : 0.0f, y11 = two_rows && two_cols ? g[j->ow + 1] : 0.0f;
-        /* A dY: rows (y0., y0. + y1., y0. - y1., -y1.) */
-        float r[4][2] = {{y00, y01}, {y00 + y10, y01 + y11}, {y00 - y10, y01 - y11}, {-y10, -y11}};
-        float *mt = m + ty * j->tw + tx;
-        for (int a = 0; a < 4; a++) { /* (A dY) A^T, by rows */
-          float p0 = r[a][0], p1 = r[a][1];
-          mt[(a * 4 + 0) * ms] = p0;
-          mt[(a * 4 + 1) * ms] = p0 + p1;
-          mt[(a * 4 + 2) * ms] = p0 - p1;
-          mt[(a * 4 + 3) * ms] = -p1;
+      const float *g0 = plane + 2 * ty * j->ow;
+      float *mr = m + ty * j->tw;
+      if (ty < full_y) {
+        const float *g1 = g0 + j->ow;
+        for (int64_t k0 = 0; k0 < full_x; k0 += SEG) { /* in segments of SEG tiles */
+          int64_t nk = full_x - k0 < SEG ? full_x - k0 : SEG;
+          const float *h0 = g0 + 2 * k0, *h1 = g1 + 2 * k0;
+          for (int64_t k = 0; k < nk; k++) { /* A dY: rows (y0., y0. + y1., y0. - y1., -y1.) */
+            float y00 = h0[2 * k], y01 = h0[2 * k + 1], y10 = h1[2 * k], y11 = h1[2 * k + 1];
+            r[0][k] = y00; r[1][k] = y01; r[2][k] = y00 + y10; r[3][k] = y01 + y11;
+            r[4][k] = y00 - y10; r[5][k] = y01 - y11; r[6][k] = -y10; r[7][k] = -y11;
+          }
+          for (int a = 0; a < 4; a++) { /* (A dY) A^T, by rows */
+            const float *p0 = r[2 * a], *p1 = r[2 * a + 1];
+            float *d0 = mr + (a * 4) * ms + k0, *d1 = d0 + ms, *d2 = d1 + ms, *d3 = d2 + ms;
+            for (int64_t k = 0; k < nk; k++) { d0[k] = p0[k]; d1[k] = p0[k] + p1[k]; d2[k] = p0[k] - p1[k]; d3[k] = -p1[k]; }
+          }
         }
       }
+      for (int64_t tx = ty < full_y ? full_x : 0; tx < j->tw; tx++)
+        grad_out_tile(g0 + 2 * tx, j->ow, 2 * ty + 1 < j->oh, 2 * tx + 1 < j->ow, mr + tx, ms);
     }
   }
 }
