@@ -91,34 +91,42 @@ typedef struct {
 } wino_job;
 
 /* ---- the weight: U[xi][o][i] = (G g G^T)[xi] of kernel g = w[o][i]
- * (flip: w[i][o] rotated 180 degrees, the input gradient's kernel) */
-/* One kernel: u[16] = G g G^T for g[9] read at g0[k * gs] */
-static inline void weight_tile(const float *g0, int64_t gs, float *u) {
-  float t[12];
-  for (int c = 0; c < 3; c++) { /* t = G g, 4x3 */
-    float g_0 = g0[c * gs], g_1 = g0[(3 + c) * gs], g_2 = g0[(6 + c) * gs];
-    t[c] = g_0; t[3 + c] = 0.5f * (g_0 + g_1 + g_2); t[6 + c] = 0.5f * (g_0 - g_1 + g_2); t[9 + c] = g_2;
-  }
-  for (int a = 0; a < 4; a++) { /* U = t G^T */
-    float t0 = t[a * 3], t1 = t[a * 3 + 1], t2 = t[a * 3 + 2];
-    u[a * 4] = t0; u[a * 4 + 1] = 0.5f * (t0 + t1 + t2); u[a * 4 + 2] = 0.5f * (t0 - t1 + t2); u[a * 4 + 3] = t2;
-  }
-}
-
-/* rows o of U in [begin, end): the loop over i has no division and writes
- * 16 contiguous runs, so it vectorizes (it was 4% of a ResNet step with a
- * division and 16 scattered stores per kernel). flip reads the kernel
- * backwards: g[k] at w[(i*Co + o)*9 + 8 - k]. */
+ * (flip: w[i][o] rotated 180 degrees, the input gradient's kernel).
+ * Rows o of U in [begin, end), in segments of WT_SEG kernels along i: the
+ * segment's 9 taps are first gathered into 9 contiguous lines (flip reads
+ * the kernel backwards: g[k] at w[(i*Co + o)*9 + 8 - k]), then G g and
+ * (G g) G^T run down those lines and write 16 contiguous runs of U, loops
+ * the compiler vectorizes (kernel by kernel, unvectorized, this was 16% of
+ * the 512-channel 4x4 layer's step). */
+#define WT_SEG 128
 GS_VECTOR_CLONES static void weight_tf(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t us = j->Co * j->Ci;
+  float g[9][WT_SEG], t[12][WT_SEG];
   for (int64_t o = begin; o < end; o++) {
-    float *dst = j->U + o * j->Ci;
-    for (int64_t i = 0; i < j->Ci; i++) {
-      float u[16];
-      if (!j->flip) weight_tile(j->w + (o * j->Ci + i) * 9, 1, u);
-      else weight_tile(j->w + (i * j->Co + o) * 9 + 8, -1, u);
-      for (int xi = 0; xi < 16; xi++) dst[xi * us + i] = u[xi];
+    for (int64_t i0 = 0; i0 < j->Ci; i0 += WT_SEG) {
+      int64_t ni = j->Ci - i0 < WT_SEG ? j->Ci - i0 : WT_SEG;
+      for (int64_t i = 0; i < ni; i++) {
+        const float *src = j->flip ? j->w + ((i0 + i) * j->Co + o) * 9 + 8 : j->w + (o * j->Ci + i0 + i) * 9;
+        int64_t step = j->flip ? -1 : 1;
+        for (int k = 0; k < 9; k++) g[k][i] = src[k * step];
+      }
+      for (int c = 0; c < 3; c++) { /* t = G g, 4x3: t[a*3 + c] */
+        const float *g0 = g[c], *g1 = g[3 + c], *g2 = g[6 + c];
+        float *ta = t[c], *tb = t[3 + c], *tc = t[6 + c], *td = t[9 + c];
+        for (int64_t i = 0; i < ni; i++) {
+          ta[i] = g0[i]; tb[i] = 0.5f * (g0[i] + g1[i] + g2[i]); tc[i] = 0.5f * (g0[i] - g1[i] + g2[i]);
+          td[i] = g2[i];
+        }
+      }
+      for (int a = 0; a < 4; a++) { /* U = t G^T, row a of the 4x4 */
+        const float *t0 = t[a * 3], *t1 = t[a * 3 + 1], *t2 = t[a * 3 + 2];
+        float *d0 = j->U + (a * 4) * us + o * j->Ci + i0, *d1 = d0 + us, *d2 = d1 + us, *d3 = d2 + us;
+        for (int64_t i = 0; i < ni; i++) {
+          d0[i] = t0[i]; d1[i] = 0.5f * (t0[i] + t1[i] + t2[i]); d2[i] = 0.5f * (t0[i] - t1[i] + t2[i]);
+          d3[i] = t2[i];
+        }
+      }
     }
   }
 }
