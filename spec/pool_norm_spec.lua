@@ -22,6 +22,10 @@ local function formula_x(shape, kind, dtype, dev, step)
     else v[i + 1] = (((i * 37 + (step or 0) * 11) % 101) - 50) / 16 end
   end
   if kind == "nan" then v[6] = 0 / 0 end
+  if kind == "specials" then
+    v[1], v[6] = 0 / 0, 0 / 0
+    v[3], v[4], v[7], v[8] = -math.huge, -math.huge, -math.huge, -math.huge
+  end
   return torch.tensor(v, { dtype = dtype, device = dev }):view(table.unpack(shape))
 end
 
@@ -38,7 +42,7 @@ local function shape_of(t)
 end
 
 -- got (a tensor) has the expected shape and values within tol relative
--- (NaN only where NaN is expected).
+-- (NaN only where NaN is expected, infinities exactly).
 local function assert_close(got, shape, want, tol, what)
   assert.are.same(shape, shape_of(got), what .. ": shape")
   local vals = got:reshape(-1):double():cpu():tolist()
@@ -46,7 +50,9 @@ local function assert_close(got, shape, want, tol, what)
   for i = 1, #want do
     local a, b = vals[i], want[i]
     local ok
-    if b ~= b then ok = a ~= a else ok = math.abs(a - b) <= tol * (1 + math.abs(b)) end
+    if b ~= b then ok = a ~= a
+    elseif a == b then ok = true -- infinities too
+    else ok = math.abs(a - b) <= tol * (1 + math.abs(b)) end
     if not ok then
       error(("%s: element %d is %s, PyTorch gives %s (tolerance %g)"):format(what, i, tostring(a), tostring(b), tol), 2)
     end

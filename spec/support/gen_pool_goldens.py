@@ -9,7 +9,8 @@ Inputs and upstream gradients come from formulas the spec repeats
 (`formula_x`, `formula_g` in the spec), in float64, so no input data is
 stored: x[i] = ((i * 37) % 101 - 50) / 16 and g[i] = ((i * 13) % 29 - 14) / 8
 over the flattened tensor (i from 0); `ties` inputs are (i % 3) instead,
-`nan` inputs put a NaN at flat position 5. Outputs are float64 values as
+`nan` inputs put a NaN at flat position 5, `specials` NaNs at 0 and 5
+and -inf at 2, 3, 6 and 7. Outputs are float64 values as
 %.17g (exact round trip); NaN is written 0/0.
 """
 import math
@@ -28,6 +29,9 @@ def formula_x(shape, kind="plain", step=0):
         v = (((i * 37 + step * 11) % 101) - 50).double() / 16
     if kind == "nan":
         v[5] = float("nan")
+    if kind == "specials":  # two NaNs in one 2x2 window, a window of -inf
+        v[0] = v[5] = float("nan")
+        v[2] = v[3] = v[6] = v[7] = float("-inf")
     return v.reshape(shape)
 
 
@@ -110,6 +114,9 @@ pool_case("max ties keep the first", "max_pool2d", (1, 1, 6, 6), 3, {"stride": 1
 pool_case("max overlapping ties", "max_pool2d", (1, 2, 5, 7), 3, {"stride": 2, "padding": 1}, "ties")
 pool_case("max unbatched", "max_pool2d", (3, 5, 5), 2, {})
 pool_case("max NaN propagates", "max_pool2d", (1, 1, 4, 6), 2, {}, "nan")
+pool_case("max 2x2 ties, odd sizes", "max_pool2d", (2, 2, 5, 7), 2, {}, "ties")
+pool_case("max 2x2: the last NaN of a window, a window of -inf", "max_pool2d", (1, 2, 4, 4), 2, {}, "specials")
+pool_case("max 2x2 stride 2 ceil_mode, odd sizes", "max_pool2d", (1, 2, 5, 7), 2, {"ceil_mode": True})
 pool_case("max batch of 1, channel of 1, 1x1 kernel", "max_pool2d", (1, 1, 3, 3), 1, {"stride": 2})
 pool_case("avg 3x3 s2 p1 count_include_pad", "avg_pool2d", (2, 3, 7, 9), 3, {"stride": 2, "padding": 1})
 pool_case("avg 3x3 s2 p1 excluding pad", "avg_pool2d", (2, 3, 7, 9), 3, {"stride": 2, "padding": 1, "count_include_pad": False})

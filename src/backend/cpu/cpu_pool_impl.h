@@ -7,9 +7,47 @@
 
 /* ---- pooling ---- */
 
+/* Max pooling by 2x2 windows at stride 2, no padding or dilation, every
+ * window inside the plane (LeNet's, VGG's pools): the general loop's scan
+ * (row by row, a cell wins if greater or NaN, so ties keep the first and
+ * the last NaN wins) written out for the 4 cells, without the window
+ * arithmetic per output (the general loop was 17% of a LeNet step). The
+ * first cell starts as the best: the same as starting from -inf with it
+ * as the index, whatever its value. */
+static bool FN(pool_max2x2)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0,
+                            int64_t p1) {
+  const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
+  if (p->kind != GS_POOL_MAX || p->kh != 2 || p->kw != 2 || p->sh != 2 || p->sw != 2 || p->ph != 0 ||
+      p->pw != 0 || p->dh != 1 || p->dw != 1 || 2 * oh > h || 2 * ow > w)
+    return false;
+  for (int64_t pl = p0; pl < p1; pl++) {
+    const T *xp = x + pl * h * w;
+    T *op = out + pl * oh * ow;
+    int64_t *ap = argmax ? argmax + pl * oh * ow : NULL;
+    for (int64_t i = 0; i < oh; i++) {
+      const T *r0 = xp + 2 * i * w, *r1 = r0 + w;
+      int64_t base = 2 * i * w;
+      for (int64_t j = 0; j < ow; j++) {
+        T best = r0[2 * j], v;
+        int64_t at = base + 2 * j;
+        v = r0[2 * j + 1];
+        if (v > best || v != v) { best = v; at = base + 2 * j + 1; }
+        v = r1[2 * j];
+        if (v > best || v != v) { best = v; at = base + w + 2 * j; }
+        v = r1[2 * j + 1];
+        if (v > best || v != v) { best = v; at = base + w + 2 * j + 1; }
+        op[i * ow + j] = best;
+        if (ap) ap[i * ow + j] = at;
+      }
+    }
+  }
+  return true;
+}
+
 /* out/argmax [planes, oh, ow] from x [planes, h, w] (argmax may be NULL) */
 static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0, int64_t p1) {
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
+  if (FN(pool_max2x2)(p, out, argmax, x, p0, p1)) return;
   for (int64_t pl = p0; pl < p1; pl++) {
     const T *xp = x + pl * h * w;
     T *op = out + pl * oh * ow;
