@@ -13,31 +13,37 @@
  * the last NaN wins) written out for the 4 cells, without the window
  * arithmetic per output (the general loop was 17% of a LeNet step). The
  * first cell starts as the best: the same as starting from -inf with it
- * as the index, whatever its value. */
+ * as the index, whatever its value. (The op layer always asks max
+ * pooling for its indices; without them the general loop runs.) */
 static bool FN(pool_max2x2)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0,
                             int64_t p1) {
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
-  if (p->kind != GS_POOL_MAX || p->kh != 2 || p->kw != 2 || p->sh != 2 || p->sw != 2 || p->ph != 0 ||
-      p->pw != 0 || p->dh != 1 || p->dw != 1 || 2 * oh > h || 2 * ow > w)
+  if (!argmax || p->kind != GS_POOL_MAX || p->kh != 2 || p->kw != 2 || p->sh != 2 || p->sw != 2 || p->ph != 0 ||
+      p->pw != 0 || p->dh != 1 || p->dw != 1 || 2 * oh > h || 2 * ow > w || w >= INT32_MAX)
     return false;
   for (int64_t pl = p0; pl < p1; pl++) {
     const T *xp = x + pl * h * w;
     T *op = out + pl * oh * ow;
-    int64_t *ap = argmax ? argmax + pl * oh * ow : NULL;
+    int64_t *ap = argmax + pl * oh * ow;
     for (int64_t i = 0; i < oh; i++) {
       const T *r0 = xp + 2 * i * w, *r1 = r0 + w;
       int64_t base = 2 * i * w;
+      T *o = op + i * ow;
+      /* selects, not branches (| not ||): on real data each comparison is
+       * a coin toss, and mispredicted branches were most of this loop's
+       * time; without branches it vectorizes */
+      int64_t *a = ap + i * ow;
       for (int64_t j = 0; j < ow; j++) {
         T best = r0[2 * j], v;
-        int64_t at = base + 2 * j;
+        int32_t at = 0, c;
         v = r0[2 * j + 1];
-        if (v > best || v != v) { best = v; at = base + 2 * j + 1; }
+        c = (v > best) | (v != v); best = c ? v : best; at = c ? 1 : at;
         v = r1[2 * j];
-        if (v > best || v != v) { best = v; at = base + w + 2 * j; }
+        c = (v > best) | (v != v); best = c ? v : best; at = c ? (int32_t)w : at;
         v = r1[2 * j + 1];
-        if (v > best || v != v) { best = v; at = base + w + 2 * j + 1; }
-        op[i * ow + j] = best;
-        if (ap) ap[i * ow + j] = at;
+        c = (v > best) | (v != v); best = c ? v : best; at = c ? (int32_t)w + 1 : at;
+        o[j] = best;
+        a[j] = base + 2 * j + at;
       }
     }
   }
