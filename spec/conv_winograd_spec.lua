@@ -105,6 +105,12 @@ describe("conv2d's Winograd F(2x2, 3x3) path (cpu, float32)", function()
     against_im2col(1, 2, 3, 6, 516, 0, false)
   end)
 
+  -- the weight transform takes kernels in segments of 128 input channels
+  -- (the input gradient's: 128 output channels)
+  it("agrees with im2col with more than 128 channels in and out", function()
+    against_im2col(2, 130, 257, 5, 4, 1, true)
+  end)
+
   it("stays within 1e-5 of a float64 reference on ResNet's 3x3 64 -> 64 layer", function()
     torch.manual_seed(7)
     local x = torch.randn(4, 64, 28, 28, { dtype = torch.float64 })
