@@ -27,13 +27,6 @@ def control(gshell, out):
             time.sleep(0.8)
             return msg_id
 
-        def reply_to(msg_id, timeout):
-            deadline = time.time() + timeout
-            while True:
-                m = kc.get_shell_msg(timeout=max(0.1, deadline - time.time()))
-                if m["parent_header"].get("msg_id") == msg_id:
-                    return m["content"]
-
         # interrupt_request on control during a pure Lua loop
         cell = busy("k = 0 while true do k = k + 1 end")
         t0 = time.time()
@@ -41,7 +34,7 @@ def control(gshell, out):
         rep = kc.get_control_msg(timeout=10)
         r["interrupt_reply_s"] = time.time() - t0
         r["interrupt_reply"] = rep["content"]
-        res = reply_to(cell, 30)
+        res = U.reply(kc, cell, 30)
         r["interrupted_status"] = res.get("status")
         r["interrupted_ename"] = res.get("ename")
         r["after_interrupt"] = U.run(kc, "k > 0")
@@ -49,7 +42,7 @@ def control(gshell, out):
         cell = busy("local t0 = torch.clock() while torch.clock() - t0 < 1.5 do end")
         kc.control_channel.send(kc.session.msg("kernel_info_request", {}))
         info = kc.get_control_msg(timeout=10)
-        reply_to(cell, 30)
+        U.reply(kc, cell, 30)
         r["info_after_cell"] = info["msg_type"]
         # shutdown_request on control while io.read waits for input
         proc = km.provisioner.process

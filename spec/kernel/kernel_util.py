@@ -44,8 +44,19 @@ def run(kc, code, timeout=30, **kw):
 
     def hook(m):
         msgs.append({"msg_type": m["msg_type"], "content": m["content"], "t": time.time()})
-    reply = kc.execute_interactive(code, output_hook=hook, timeout=timeout, **kw)
-    return {"reply": reply["content"], "iopub": msgs}
+    rep = kc.execute_interactive(code, output_hook=hook, timeout=timeout, **kw)
+    return {"reply": rep["content"], "iopub": msgs}
+
+
+def reply(kc, msg_id, timeout=30):
+    """The content of the shell reply to request msg_id, already sent
+    (others on the way are skipped)."""
+    import time
+    deadline = time.time() + timeout
+    while True:
+        m = kc.get_shell_msg(timeout=max(0.1, deadline - time.time()))
+        if m["parent_header"].get("msg_id") == msg_id:
+            return m["content"]
 
 
 def collect(kc, msg_id, timeout=30):
@@ -53,11 +64,7 @@ def collect(kc, msg_id, timeout=30):
     kc.execute, as run() returns them."""
     import time
     deadline = time.time() + timeout
-    while True:
-        m = kc.get_shell_msg(timeout=max(0.1, deadline - time.time()))
-        if m["parent_header"].get("msg_id") == msg_id:
-            reply = m["content"]
-            break
+    content = reply(kc, msg_id, timeout)
     msgs = []
     while True:
         m = kc.get_iopub_msg(timeout=max(0.1, deadline - time.time()))
@@ -65,7 +72,7 @@ def collect(kc, msg_id, timeout=30):
             continue
         msgs.append({"msg_type": m["msg_type"], "content": m["content"], "t": time.time()})
         if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            return {"reply": reply, "iopub": msgs}
+            return {"reply": content, "iopub": msgs}
 
 
 def to_lua(v, indent=""):
