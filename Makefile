@@ -25,7 +25,14 @@ ifeq ($(SANITIZE)$(TSAN),11)
   $(error SANITIZE=1 and TSAN=1 cannot be combined: AddressSanitizer and ThreadSanitizer exclude each other)
 endif
 BUILD   := $(if $(filter 1,$(SANITIZE)),build-san,$(if $(filter 1,$(TSAN)),build-tsan,build))
-LUA_INC := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
+# The first `make` on a fresh machine reads this before tools/install-deps.sh
+# has installed liblua5.4-dev (and pkg-config's data for it): then the
+# fallback is used, later pkg-config's answer, the same flag with a trailing
+# space. The flag stamp below hashes the flags with their spacing collapsed
+# ($(strip)), so both give the same stamp and `make test` after `make`
+# recompiles nothing. PKG_CONFIG=false simulates the missing package.
+PKG_CONFIG ?= pkg-config
+LUA_INC := $(strip $(shell $(PKG_CONFIG) --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4))
 
 # The flags the build needs; the user's CFLAGS come after them.
 GS_CFLAGS := -std=gnu11 -O3 -g -fPIC -fno-trapping-math -Wall -Wextra -Wno-unused-parameter \
@@ -65,7 +72,7 @@ endif
 
 # One folder per layer (docs/design.md): the engine and its bindings are
 # everything but the shell, the Jupyter kernel and main.c on top.
-SRC_DIRS    := core ops autograd io backend backend/cpu backend/sim backend/cuda dist bind
+SRC_DIRS    := core ops autograd io backend backend/cpu backend/sim backend/cuda distributed bind
 ENGINE_SRCS := $(foreach d,$(SRC_DIRS),$(wildcard src/$(d)/*.c))
 SHELL_SRCS  := $(wildcard src/shell/*.c src/jupyter/*.c) src/main.c
 # the Jupyter kernel's libraries: gshell links them, torch.so does not
@@ -77,14 +84,14 @@ ENGINE_OBJS := $(ENGINE_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/lua_torc
 SHELL_OBJS  := $(SHELL_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/lua_shell_modules.o
 
 ifeq ($(CUDA),1)
-  CU_SRCS   := $(wildcard kernels/*.cu)
-  CU_OBJS   := $(CU_SRCS:kernels/%.cu=$(BUILD)/cu/%.o)
+  CU_SRCS   := $(wildcard src/backend/cuda/kernels/*.cu)
+  CU_OBJS   := $(CU_SRCS:src/%.cu=$(BUILD)/obj/%.o)
   GS_CFLAGS += -DGS_HAVE_CUDA -I$(CUDA_HOME)/include
   # A fat binary: the machine that builds may have no GPU (no -arch=native).
   # CUDA 13 dropped sm_70 (Volta): its oldest target is sm_75.
   NVCC_MAJOR := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
   NV_OLDEST := $(if $(filter 9 10 11 12,$(NVCC_MAJOR)),70,75)
-  NVFLAGS   := -O3 -std=c++17 -Isrc -Ikernels -Xcompiler -fPIC,-Wall \
+  NVFLAGS   := -O3 -std=c++17 -Isrc -Xcompiler -fPIC,-Wall \
                -gencode arch=compute_$(NV_OLDEST),code=sm_$(NV_OLDEST) -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   ifeq ($(WERROR),1)
@@ -132,7 +139,7 @@ $(BUILD)/spec/torchvision.so: $(SPEC_TORCH)
 	ln -sf torch.so $@
 
 # Objects are rebuilt when the flags change (CUDA on/off, WERROR, ...).
-FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(ALL_CFLAGS) $(NVFLAGS)' | md5sum | cut -c1-10)
+FLAGS_STAMP := $(BUILD)/gen/flags-$(shell echo '$(strip $(ALL_CFLAGS) $(NVFLAGS))' | md5sum | cut -c1-10)
 $(FLAGS_STAMP): | $(BUILD)/gen
 	rm -f $(BUILD)/gen/flags-*; touch $@
 
@@ -142,7 +149,11 @@ $(BUILD)/obj/%.o: src/%.c $(FLAGS_STAMP) | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/cu/%.o: kernels/%.cu $(FLAGS_STAMP) | deps $(BUILD)/cu
+# The kernels' objects sit beside the C objects of their folder (before issue
+# 28 they were in $(BUILD)/cu/, whose dependency files name kernels/*.cu:
+# no longer read).
+$(BUILD)/obj/%.o: src/%.cu $(FLAGS_STAMP) | deps
+	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c -o $@ $<
 
 # The Lua sources are compiled into the binaries: no files needed beside them.
@@ -158,10 +169,10 @@ $(BUILD)/obj/gen/lua_%_modules.o: $(BUILD)/gen/lua_%_modules.c $(FLAGS_STAMP)
 $(BUILD)/bin/lua5.4: tools/tsan_lua.c $(FLAGS_STAMP) | $(BUILD)/bin
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -llua5.4 $(LDLIBS)
 
-$(BUILD)/cu $(BUILD)/gen $(BUILD)/bin:
+$(BUILD)/gen $(BUILD)/bin:
 	mkdir -p $@
 
--include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*.d $(BUILD)/cu/*.d)
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d $(BUILD)/obj/*.d)
 
 test: all $(SPEC_TORCH) $(BUILD)/spec/torchvision.so
 	@sh tools/install-deps.sh --test

@@ -16,7 +16,7 @@
 
 #include "core/gs_common.h"
 #include "core/gs_device.h"
-#include "dist/gs_dist.h"
+#include "distributed/gs_dist.h"
 #include "bind/lua_gs.h"
 #include "shell/repl.h"
 

@@ -1,11 +1,11 @@
-// spec/support/pool_cu_host.cpp: kernels/pool.cu's device code run on the
+// spec/support/pool_cu_host.cpp: src/backend/cuda/kernels/pool.cu's device code run on the
 // host (GS_HOST_EMULATION), for machines without a GPU. Each backward pass
 // of pool.cu gathers per input cell; here it is checked against a plain
 // scatter of the same forward windows over thousands of random shapes and
 // options (odd sizes, stride > kernel, padding, dilation, ceil_mode, both
 // counts of padding, adaptive windows, nearest and bilinear resizing both
 // ways, align_corners, scale factors). Run by spec/pool_norm_spec.lua:
-//   g++ -std=c++17 -Isrc -Ikernels spec/support/pool_cu_host.cpp && ./a.out
+//   g++ -std=c++17 -Isrc spec/support/pool_cu_host.cpp && ./a.out
 // Exit status 0 and a summary line when every gather matched.
 #include <cmath>
 #include <cstdint>
@@ -21,7 +21,7 @@ extern "C" {
 #define __forceinline__ inline
 #define __global__ static
 #define GS_GRID_LOOP(i, n) for (int64_t i = 0; i < (n); i++)
-#include "pool.cu"
+#include "backend/cuda/kernels/pool.cu"
 static int64_t out_size(int64_t in, int k, int pad, int s, int d, bool ceil_mode) {
   int64_t num = in + 2 * (int64_t)pad - (int64_t)d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
   int64_t q = num >= 0 ? num / s : -((-num + s - 1) / s);

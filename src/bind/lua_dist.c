@@ -5,8 +5,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dist/gs_comm.h"
-#include "dist/gs_dist.h"
+#include "distributed/gs_comm.h"
+#include "distributed/gs_dist.h"
 #include "bind/lua_gs.h"
 
 #define WORK_MT "torch.distributed.Work"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/gs_prof.h"
-#include "core/gs_stream.h"
+#include "backend/sim/sim_queue.h"
 #include "bind/lua_gs.h"
 
 #define EVENT_MT "torch.cuda.Event*"

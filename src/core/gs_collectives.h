@@ -1,7 +1,7 @@
 /* gs_collectives.h: a backend's own collective library, reached through
  * the optional `collectives` slot of its table (NCCL for real GPUs, in
  * src/backend/cuda/cuda_nccl.c). torch.cuda.comm and torch.distributed
- * (src/dist/) use it where a device's backend has one and fall back to
+ * (src/distributed/) use it where a device's backend has one and fall back to
  * the engine's copies (single process) or MPI (processes) where not, so
  * nothing above the backends tests which backend a device has. */
 #ifndef GS_COLLECTIVES_H

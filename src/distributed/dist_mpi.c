@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "dist/dist_mpi.h"
+#include "distributed/dist_mpi.h"
 
 /* The slice of Open MPI's ABI used here (mpi.h of Open MPI 3 to 5). */
 typedef void *mpi_handle; /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Errhandler: pointers */

@@ -4,7 +4,7 @@
 #ifndef DIST_MPI_H
 #define DIST_MPI_H
 
-#include "dist/gs_dist.h"
+#include "distributed/gs_dist.h"
 
 typedef enum { GS_MPI_INIT, GS_MPI_ALL_REDUCE, GS_MPI_BCAST, GS_MPI_ALL_GATHER, GS_MPI_REDUCE_SCATTER,
                GS_MPI_BARRIER, GS_MPI_BCAST_BYTES, GS_MPI_FINALIZE,

@@ -4,7 +4,7 @@
  * per device, counted in gs_transfers like any other move. */
 #include <stdio.h>
 #include <string.h>
-#include "dist/gs_comm.h"
+#include "distributed/gs_comm.h"
 
 /* The collective library of d's backend (NCCL on real GPUs), or NULL. */
 static const gs_collectives *collectives_of(gs_device d) {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dist/dist_mpi.h"
+#include "distributed/dist_mpi.h"
 
 static bool initialized, mpi_started, exiting, destroyed;
 static gs_dist_backend backend;

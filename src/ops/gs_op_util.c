@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/gs_ops.h"
-#include "core/gs_stream.h"
+#include "backend/sim/sim_queue.h"
 
 bool gs_log_placement = false;
 gs_transfer_stats gs_transfers;

@@ -31,7 +31,7 @@
 #include "core/gs_op_names.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
-#include "core/gs_stream.h"
+#include "backend/sim/sim_queue.h"
 
 #define MAX_SIM GS_MAX_CUDA_DEVICES
 #define SIM_DEFAULT_TOTAL ((size_t)16 << 30)

@@ -1,5 +1,5 @@
-/* gs_stream.c: streams, tasks, waits and events for devices whose kernels
- * run on host threads (see gs_stream.h). One mutex per stream guards its
+/* sim_queue.c: streams, tasks, waits and events for devices whose kernels
+ * run on host threads (see sim_queue.h). One mutex per stream guards its
  * queue; `completed` is also read without it (acquire) by waiters that
  * only need to know whether a sequence number has been reached. */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
-#include "core/gs_stream.h"
+#include "backend/sim/sim_queue.h"
 
 typedef struct {
   pthread_mutex_t lock;

@@ -1,4 +1,4 @@
-/* gs_stream.h: asynchronous queues for devices whose kernels run on host
+/* sim_queue.h: asynchronous queues for devices whose kernels run on host
  * threads (the simulated GPUs), with CUDA's semantics:
  *
  *   - each device has streams: 0 is the default one, 1..GS_QUEUE_POOL a
@@ -22,8 +22,8 @@
  *
  * Everything here is called from the host thread, except what the workers
  * do inside; the workers never call back into the allocator or Lua. */
-#ifndef GS_STREAM_H
-#define GS_STREAM_H
+#ifndef GS_SIM_QUEUE_H
+#define GS_SIM_QUEUE_H
 
 #include "core/gs_backend.h"
 #include "core/gs_devflag.h"

@@ -8,7 +8,7 @@
  * division by zero sets the device's error record, reported as Python's
  * ZeroDivisionError at the next synchronisation. */
 #include <type_traits>
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 #include "core/gs_elemmath.h"
 
 /* the division rules are shared with the CPU kernels (gs_elemmath.h) */

@@ -7,7 +7,7 @@
  *           that read it in (kernel row, kernel column) order -- the order
  *           cpu_conv.c adds them in -- so there are no atomics and every
  *           run gives the same sums. */
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 /* col [C*kh*kw, N, oh*ow] from x [N, C, H, W], both contiguous. */
 template <typename T>

@@ -2,8 +2,8 @@
  * fill and arange -- the CUDA versions of cpu_copy.c, element for element
  * the same results (conversions in dtype.cuh). A dense same-dtype copy is
  * one cudaMemcpyAsync; everything is queued on the device's stream. */
-#include "common.cuh"
-#include "dtype.cuh"
+#include "backend/cuda/kernels/common.cuh"
+#include "backend/cuda/kernels/dtype.cuh"
 
 /* ---- kernels ---- */
 

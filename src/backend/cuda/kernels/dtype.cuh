@@ -9,7 +9,7 @@
 #ifndef GS_DTYPE_CUH
 #define GS_DTYPE_CUH
 
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 #include "core/gs_dtype_hd.h"
 #include "core/gs_elemmath.h"
 

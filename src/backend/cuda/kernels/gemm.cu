@@ -4,7 +4,7 @@
  * CPU's (unsigned arithmetic). A 16x16 tile of c per block, with tiles of
  * a and b staged through shared memory. Float products go to cuBLAS
  * (src/backend/cuda/cuda_blas.c). */
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 #define TILE 16
 

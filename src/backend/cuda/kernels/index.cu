@@ -4,7 +4,7 @@
  * thread that meets an index out of range records it in the device's
  * error record (gs_devflag.h) and writes 0, and the error is reported at
  * the next synchronisation -- the host never waits here. */
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 /* Records in the device's error record an element of ix outside [0, size). */
 __global__ void check_kernel(const int64_t *ix, int64_t istride, int64_t nidx, int64_t size, int code, int dim,

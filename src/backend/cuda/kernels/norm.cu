@@ -8,7 +8,7 @@
  * shared memory: the order never depends on timing, so the results are
  * the same on every run (no atomics). Two passes for the variance (the
  * mean first), as on the CPU. The affine map is one thread per element. */
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 #define NORM_BLOCK 256
 

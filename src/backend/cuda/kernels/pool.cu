@@ -14,7 +14,7 @@
  * checks each gathering backward pass against a plain scatter, so the
  * gathers are tested on machines without a GPU. */
 #ifndef GS_HOST_EMULATION
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 #endif
 
 /* ---- pooling windows (as cpu_pool.c's pool_rows / pool_divisor) ---- */

@@ -7,7 +7,7 @@
  * bit of a float64. a + (b - a) * u is rounded step by step (__dmul_rn,
  * __dadd_rn) because nvcc would otherwise fuse it into one FMA and round
  * differently from the host. */
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 #include "core/gs_philox.h"
 
 template <typename T>

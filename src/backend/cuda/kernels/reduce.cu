@@ -11,7 +11,7 @@
  * into chunks whose partial results a second kernel combines in order, so
  * results are deterministic. */
 #include <type_traits>
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 template <typename ACC> struct rpair { ACC v; int64_t i; };
 

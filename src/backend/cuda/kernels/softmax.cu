@@ -5,7 +5,7 @@
  * x - max - log(sum) or exp(x - max) * (1 / sum) in the input's type.
  * Rows along the last dim (inner == 1) get a warp each, or a block when
  * long; other dims get a thread per column. */
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 __device__ __forceinline__ float m_exp(float x) { return expf(x); }
 __device__ __forceinline__ double m_exp(double x) { return exp(x); }

@@ -4,7 +4,7 @@
  * negation wraps). One kernel per (type, op), each with a dense path and a
  * strided path; out may alias x (in place). */
 #include <type_traits>
-#include "common.cuh"
+#include "backend/cuda/kernels/common.cuh"
 
 /* float/double overloads of the libm functions used below */
 #define F2(NAME, FF, FD) \
