@@ -8,12 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "bind/lua_gs.h"
-#include "core/gs_alloc_host.h"
 #include "core/gs_dlopen.h"
 
 static int c_is_available(lua_State *L) { lua_pushboolean(L, gs_cuda_device_count() > 0); return 1; }
 static int c_device_count(lua_State *L) { lua_pushinteger(L, gs_cuda_device_count()); return 1; }
-static int c_is_simulated(lua_State *L) { lua_pushboolean(L, gs_cuda_is_simulated()); return 1; }
+static int c_is_simulated(lua_State *L) { lua_pushboolean(L, gs_devices_sim_count() > 0); return 1; }
 
 /* Why no real CUDA device is usable, or nil when there is one. */
 static int c_unavailable_reason(lua_State *L) {
@@ -233,16 +232,15 @@ static int c_reset_peak(lua_State *L) {
   if (be && be->reset_peak) be->reset_peak(d.index);
   return 0;
 }
-/* Releases the cached (free but reserved) blocks of every device; with
- * simulated devices, whose memory is the host's, the host allocator's
- * cache too. */
+/* Releases the cached (free but reserved) blocks of every device (a
+ * backend whose memory is the host's empties the host allocator's cache
+ * too: backend_sim.c). */
 static int c_empty_cache(lua_State *L) {
   for (int i = 0; i < gs_cuda_device_count(); i++) {
     gs_device d = {GS_CUDA, i};
     const gs_backend *be = gs_device_backend(d);
     if (be && be->empty_cache) be->empty_cache(i);
   }
-  if (gs_cuda_is_simulated()) gs_host_empty_cache();
   return 0;
 }
 
@@ -335,7 +333,7 @@ static int l_sim_configure(lua_State *L) {
   if (cap < 0) return luaL_error(L, "simulated GPUs: the memory cap must be >= 0 bytes, got %I", cap);
   lua_gc(L, LUA_GCCOLLECT);
   lua_gc(L, LUA_GCCOLLECT); /* twice: finalizers of the first pass may free more */
-  int old_n = gs_cuda_is_simulated() ? gs_cuda_device_count() : 0;
+  int old_n = gs_devices_sim_count();
   for (int i = 0; i < old_n; i++) { /* queued work done, blocks it held back freed */
     const gs_backend *be = gs_device_backend((gs_device){GS_CUDA, i});
     if (be->synchronize) (void)be->synchronize(i); /* an error left in the data dies with the devices */

@@ -6,7 +6,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include "ops/gs_ops.h"
-#include "backend/sim/sim_queue.h"
+#include "core/gs_streams.h"
 
 #define GSL_TENSOR_MT "torch.Tensor"
 #define GSL_DEVICE_MT "torch.device"

@@ -1,13 +1,12 @@
 /* lua_stream.c: torch._stream, the C half of streams, events and the sync
  * debug mode (the user-facing objects are lua/torch/streams.lua). Streams
- * are named by (device, id); events are userdata over a gs_event. Devices
- * that do not queue work on host threads (real CUDA devices in this
- * build) have only their default stream, and their events are stamped on
- * the host after a device synchronisation. */
+ * are named by (device, id); events are userdata over a gs_stream_event.
+ * What a device's streams and events do is its backend's business
+ * (core/gs_streams.h); this file never asks which kind a device is. */
 #include <stdio.h>
 #include <string.h>
 #include "core/gs_prof.h"
-#include "backend/sim/sim_queue.h"
+#include "core/gs_streams.h"
 #include "bind/lua_gs.h"
 
 #define EVENT_MT "torch.cuda.Event*"
@@ -19,48 +18,42 @@ static int check_dev(lua_State *L, int idx) {
     luaL_error(L, "invalid CUDA device %I (%d visible)", (LUAI_UACINT)d, gs_cuda_device_count());
   return (int)d;
 }
-static bool queued(int dev) { return gs_cuda_is_simulated() && dev < gs_queue_devices(); }
 static int check_stream(lua_State *L, int dev, int idx) {
   lua_Integer s = luaL_checkinteger(L, idx);
-  if (s < 0 || s >= GS_QUEUE_STREAMS || (s > 0 && !queued(dev))) luaL_error(L, "invalid stream %I", (LUAI_UACINT)s);
+  if (s < 0 || s >= gs_stream_count(dev)) luaL_error(L, "invalid stream %I", (LUAI_UACINT)s);
   return (int)s;
 }
 
-static int s_queued(lua_State *L) { lua_pushboolean(L, queued(check_dev(L, 1))); return 1; }
+static int s_queued(lua_State *L) { lua_pushboolean(L, gs_stream_queued(check_dev(L, 1))); return 1; }
 static int s_current(lua_State *L) {
-  int d = check_dev(L, 1);
-  lua_pushinteger(L, queued(d) ? gs_queue_current(d) : 0);
+  lua_pushinteger(L, gs_stream_current(check_dev(L, 1)));
   return 1;
 }
 static int s_set_current(lua_State *L) {
   int d = check_dev(L, 1), s = check_stream(L, d, 2);
-  if (queued(d)) gs_queue_set_current(d, s);
+  gs_stream_set_current(d, s);
   return 0;
 }
 static int s_pool(lua_State *L) {
-  int d = check_dev(L, 1);
-  if (!queued(d)) return luaL_error(L, "cuda:%d has no stream pool (a real GPU)", d); /* streams.lua checks first */
-  lua_pushinteger(L, gs_queue_pool_stream(d));
+  int d = check_dev(L, 1), s = gs_stream_pool(d);
+  if (s < 0) return luaL_error(L, "cuda:%d has no stream pool (a real GPU)", d); /* streams.lua checks first */
+  lua_pushinteger(L, s);
   return 1;
-}
-static gs_status device_sync(int d) {
-  const gs_backend *be = gs_device_backend((gs_device){GS_CUDA, d});
-  return be && be->synchronize ? be->synchronize(d) : GS_OK;
 }
 static int s_sync(lua_State *L) {
   int d = check_dev(L, 1), s = check_stream(L, d, 2);
-  gsL_check(L, queued(d) ? gs_queue_sync_stream(d, s, "Stream.synchronize") : device_sync(d));
+  gsL_check(L, gs_stream_synchronize(d, s, "Stream.synchronize"));
   return 0;
 }
 static int s_query(lua_State *L) {
   int d = check_dev(L, 1), s = check_stream(L, d, 2);
-  lua_pushboolean(L, queued(d) ? gs_queue_stream_idle(d, s) : device_sync(d) == GS_OK);
+  lua_pushboolean(L, gs_stream_idle(d, s));
   return 1;
 }
 
 /* ---- events ---- */
 
-typedef struct { gs_event *e; uint64_t host_ns; bool host_recorded; int host_dev; } event_ud;
+typedef struct { gs_stream_event *e; } event_ud;
 
 static event_ud *check_event(lua_State *L, int idx) { return luaL_checkudata(L, idx, EVENT_MT); }
 
@@ -69,52 +62,43 @@ static int e_new(lua_State *L) {
   event_ud *u = lua_newuserdatauv(L, sizeof *u, 0);
   memset(u, 0, sizeof *u);
   luaL_setmetatable(L, EVENT_MT);
-  u->e = gs_event_new(timing);
+  u->e = gs_stream_event_new(timing);
   if (!u->e) gsL_raise(L);
   return 1;
 }
 static int e_gc(lua_State *L) {
   event_ud *u = check_event(L, 1);
-  gs_event_release(u->e);
+  gs_stream_event_release(u->e);
   u->e = NULL;
   return 0;
 }
 static int e_record(lua_State *L) {
   event_ud *u = check_event(L, 1);
   int d = check_dev(L, 2), s = check_stream(L, d, 3);
-  if (queued(d)) {
-    gsL_check(L, gs_event_record(u->e, d, s));
-  } else { /* a real device: its work is done once synchronised */
-    gsL_check(L, device_sync(d));
-    u->host_ns = gs_prof_now_ns();
-    u->host_recorded = true;
-    u->host_dev = d;
-  }
+  gsL_check(L, gs_stream_event_record(u->e, d, s));
   return 0;
 }
 static int e_query(lua_State *L) {
   event_ud *u = check_event(L, 1);
   bool done = true;
-  if (!u->host_recorded) gsL_check(L, gs_event_query(u->e, &done));
+  gsL_check(L, gs_stream_event_query(u->e, &done));
   lua_pushboolean(L, done);
   return 1;
 }
 static int e_sync(lua_State *L) {
-  event_ud *u = check_event(L, 1);
-  if (!u->host_recorded) gsL_check(L, gs_event_synchronize(u->e));
+  gsL_check(L, gs_stream_event_synchronize(check_event(L, 1)->e));
   return 0;
 }
 static int e_wait(lua_State *L) {
   event_ud *u = check_event(L, 1);
   int d = check_dev(L, 2), s = check_stream(L, d, 3);
-  if (queued(d) && !u->host_recorded) gsL_check(L, gs_queue_wait_event(d, s, u->e));
+  gsL_check(L, gs_stream_event_wait(u->e, d, s));
   return 0;
 }
 static int e_elapsed(lua_State *L) {
   event_ud *a = check_event(L, 1), *b = check_event(L, 2);
   double ms;
-  if (a->host_recorded && b->host_recorded) ms = ((double)b->host_ns - (double)a->host_ns) / 1e6;
-  else gsL_check(L, gs_event_elapsed(a->e, b->e, &ms));
+  gsL_check(L, gs_stream_event_elapsed(a->e, b->e, &ms));
   lua_pushnumber(L, ms);
   return 1;
 }
@@ -122,8 +106,7 @@ static int e_elapsed(lua_State *L) {
 static int e_device(lua_State *L) {
   event_ud *u = check_event(L, 1);
   int d;
-  if (u->host_recorded) lua_pushinteger(L, u->host_dev);
-  else if (gs_event_recorded(u->e, &d)) lua_pushinteger(L, d);
+  if (gs_stream_event_device(u->e, &d)) lua_pushinteger(L, d);
   else lua_pushnil(L);
   return 1;
 }

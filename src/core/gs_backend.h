@@ -14,6 +14,7 @@
 
 #include "core/gs_collectives.h"
 #include "core/gs_op_list.h"
+#include "core/gs_streams.h"
 #include "core/gs_tensor.h"
 
 /* A Lua number or boolean as an op argument; its kind decides promotion
@@ -140,7 +141,9 @@ typedef struct gs_backend {
   gs_status (*memcpy_d2h)(int index, void *dst, const void *src, size_t n);
   gs_status (*memcpy_d2d)(int dst_index, void *dst, int src_index, const void *src, size_t n);
   gs_status (*synchronize)(int index);
-  /* optional, for devices that queue work asynchronously (gs_stream.h):
+  /* optional, for devices that queue work asynchronously (the simulated
+   * GPUs' backend/sim/sim_queue.h): the "who still uses this buffer"
+   * bookkeeping (gs_buffer.stream, uses, qid):
    * adopt sets up a new buffer (its stream); release gives a freed
    * buffer's memory back instead of free, once no queued work needs it;
    * host_wait returns when the host may read or write the buffer's memory
@@ -244,6 +247,11 @@ typedef struct gs_backend {
 
   /* optional: the backend's own collective library (gs_collectives.h) */
   const gs_collectives *collectives;
+  /* optional: the backend's own streams and events (gs_streams.h); NULL:
+   * one stream per device, events stamped on the host after a device
+   * synchronisation (the CUDA backend today: one CUDA stream per device,
+   * backend_cuda.c) */
+  const gs_streams *streams;
 } gs_backend;
 
 

@@ -36,15 +36,18 @@ extern _Thread_local int gs_interrupt_hold;
  * the op made inside the hold does not count, issue 23): a held op that
  * has queued no such write may still stop while it waits for room in a
  * full queue (nothing the caller holds was touched); one that has queued
- * part of its write waits and queues the rest (gs_stream.c). */
+ * part of its write waits and queues the rest (backend/sim/sim_queue.c). */
 extern _Thread_local int gs_hold_queued;
-/* The newest queued-device buffer's id when the outermost hold began. */
+/* Buffers on devices that queue work get increasing ids (gs_buffer.qid)
+ * from this counter, which the core owns so that a hold reads it without
+ * calling into a backend. */
+extern _Atomic uint64_t gs_buffer_qids;
+/* The newest such buffer's id when the outermost hold began. */
 extern _Thread_local uint64_t gs_hold_qid;
-uint64_t gs_queue_newest_qid(void);
 static inline void gs_hold_begin(void) {
   if (gs_interrupt_hold++ == 0) {
     gs_hold_queued = 0;
-    gs_hold_qid = gs_queue_newest_qid();
+    gs_hold_qid = gs_buffer_qids;
   }
 }
 static inline void gs_hold_end(void) { gs_interrupt_hold--; }

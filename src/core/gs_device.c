@@ -88,7 +88,7 @@ gs_status gs_sim_env(int *gpus, size_t *mem) {
   return GS_OK;
 }
 
-bool gs_cuda_is_simulated(void) { return sim_count > 0; }
+int gs_devices_sim_count(void) { return sim_count; }
 size_t gs_devices_sim_mem(void) { return sim_cap; }
 void gs_devices_set_sim_staged(bool on) { sim_staged = on; }
 

@@ -52,7 +52,10 @@ int gs_cuda_device_count(void);
  * the caching pools alone (the pool_allocated slot), with no driver call
  * and without counting, starting or creating a context on any device. */
 size_t gs_device_bytes_allocated(void);
-bool gs_cuda_is_simulated(void);
+/* How many simulated CUDA devices were configured (0: the CUDA ordinals, if
+ * any, are real GPUs): torch.cuda.is_simulated() and torch._sim_configure
+ * ask; no engine code branches on it. */
+int gs_devices_sim_count(void);
 /* The cap each simulated device was given (0: none), for re-configuring. */
 size_t gs_devices_sim_mem(void);
 /* on: simulated devices' memory is treated as a real GPU's, not as host

@@ -8,6 +8,7 @@ _Atomic int gs_interrupted = 0;
 _Thread_local int gs_interrupt_hold = 0;
 _Thread_local int gs_hold_queued = 0;
 _Thread_local uint64_t gs_hold_qid = 0;
+_Atomic uint64_t gs_buffer_qids = 0;
 
 gs_status gs_interrupted_error(void) {
   gs_interrupted = 0;

@@ -16,7 +16,7 @@
  *     allocation that does not fit first releases the cache, then fails.
  * Kernels run asynchronously, as on a real GPU: every slot below checks
  * nothing (the op layer did), packages the CPU kernel as a task and
- * queues it on the device's current stream (gs_stream.h), whose worker
+ * queues it on the device's current stream (sim_queue.h), whose worker
  * runs it on the device's share of the host's cores. Kernel time per
  * device gives torch.cuda.smi() and torch.cuda.utilization() a real
  * utilisation figure. */
@@ -27,11 +27,12 @@
 #include <time.h>
 #include "backend/cpu/backend_cpu.h"
 #include "backend/sim/backend_sim.h"
+#include "backend/sim/sim_queue.h"
+#include "core/gs_alloc_host.h"
 #include "core/gs_block_pool.h"
 #include "core/gs_op_names.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
-#include "backend/sim/sim_queue.h"
 
 #define MAX_SIM GS_MAX_CUDA_DEVICES
 #define SIM_DEFAULT_TOTAL ((size_t)16 << 30)
@@ -134,10 +135,14 @@ static void *sim_alloc(int i, size_t n) {
 }
 static void sim_free(int i, void *p, size_t n) { gs_pool_free(&devs[i].pool, p); }
 static void pool_free(int i, void *p, int stream) { gs_pool_free(&devs[i].pool, p); }
+/* torch.cuda.empty_cache(): the device's cached blocks, and, since a
+ * simulated device's memory is the host's, the host allocator's cache too
+ * (after the device's queue let go of the host buffers it kept). */
 static void sim_empty_cache(int i) {
   gs_queue_drain_device(i);
   gs_queue_collect(i);
   gs_pool_release(&devs[i].pool);
+  gs_host_empty_cache();
 }
 
 /* A freed buffer's block goes back to its stream's cache at once (that
@@ -554,6 +559,26 @@ static gs_status sim_d2d(int di, void *dst, int si, const void *src, size_t n) {
 static gs_status sim_sync(int i) { return gs_queue_sync_device(i, "torch.cuda.synchronize"); }
 static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffer_host_wait(b, what); }
 
+/* Streams and events (core/gs_streams.h) are the queue's (sim_queue.h).
+ * The queue's devices are the configured ones; a device it does not know
+ * (none while reconfiguring) has no streams of its own. */
+static int sim_streams_count(int dev) { return dev < gs_queue_devices() ? GS_QUEUE_STREAMS : 0; }
+static void *sim_event_new(bool timing) { return gs_event_new(timing); }
+static void sim_event_release(void *e) { gs_event_release(e); }
+static gs_status sim_event_record(void *e, int dev, int stream) { return gs_event_record(e, dev, stream); }
+static gs_status sim_event_query(void *e, bool *done) { return gs_event_query(e, done); }
+static gs_status sim_event_synchronize(void *e) { return gs_event_synchronize(e); }
+static gs_status sim_event_elapsed(void *a, void *b, double *ms) { return gs_event_elapsed(a, b, ms); }
+static gs_status sim_event_wait(int dev, int stream, void *e) { return gs_queue_wait_event(dev, stream, e); }
+static bool sim_event_recorded(const void *e, int *dev) { return gs_event_recorded(e, dev); }
+static const gs_streams sim_streams = {
+  .count = sim_streams_count, .current = gs_queue_current, .set_current = gs_queue_set_current,
+  .pool_stream = gs_queue_pool_stream, .synchronize = gs_queue_sync_stream, .idle = gs_queue_stream_idle,
+  .event_new = sim_event_new, .event_release = sim_event_release, .event_record = sim_event_record,
+  .event_query = sim_event_query, .event_synchronize = sim_event_synchronize,
+  .event_elapsed = sim_event_elapsed, .event_wait = sim_event_wait, .event_recorded = sim_event_recorded,
+};
+
 #define SIM_SLOTS                                                            \
   .configure = gs_sim_configure, .context_ms = gs_sim_context_ms,            \
   .properties = sim_properties, .utilization = sim_utilization,              \
@@ -562,7 +587,7 @@ static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffe
   .mem_stats = sim_mem_stats, .pool_allocated = sim_pool_allocated,          \
   .reset_peak = sim_reset_peak,                                              \
   .memcpy_h2d = sim_h2d, .memcpy_d2h = sim_d2h, .memcpy_d2d = sim_d2d,       \
-  .synchronize = sim_sync,                                                   \
+  .synchronize = sim_sync, .streams = &sim_streams,                         \
   .adopt = sim_adopt, .release = sim_release, .host_wait = sim_host_wait,    \
   .copy = sim_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary, \
   .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \

@@ -65,12 +65,9 @@ struct gs_event {
 static device devs[GS_QUEUE_MAX_DEVICES];
 static int ndevs, cores_each = 1;
 static _Atomic int any_marks;     /* some device has a mark: workers look inputs up */
-static _Atomic uint64_t next_qid;
-static int sync_mode;
 /* Bumped by each gs_queue_configure: an event recorded before names a
  * stream whose sequence numbers started again, so it is refused. */
 static uint64_t config_gen;
-_Thread_local const char *gs_sync_warning;
 
 static uint64_t now_ns(void) { return gs_prof_now_ns(); }
 
@@ -439,7 +436,6 @@ static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
 
 static gs_status host_wait_stream(stream *s, uint64_t seq) { return host_wait_stream_ex(s, seq, false); }
 
-uint64_t gs_queue_newest_qid(void) { return atomic_load_explicit(&next_qid, memory_order_relaxed); }
 
 /* Whether task t, queued inside a hold, may write what the caller holds:
  * its written tensor (x[0], unless it only checks data) is a buffer made
@@ -528,18 +524,6 @@ static gs_status take_errors(int dev) {
     return gs_error("an op queued earlier on %s failed: %s", name, msg);
   }
   return gs_devflag_take(&d->flag, name);
-}
-
-/* The sync debug mode's check, before the host waits for a device. */
-gs_status gs_sync_note(const char *what) {
-  if (!what || sync_mode == 0) return GS_OK;
-  if (sync_mode == 2) {
-    gs_sync_warning = what; /* the binding names the user's call and line */
-    return gs_error("%s waits for a CUDA device (a synchronizing operation) and torch.cuda.set_sync_debug_mode is "
-                    "'error'", what);
-  }
-  gs_sync_warning = what;
-  return GS_OK;
 }
 
 gs_status gs_queue_sync_stream(int dev, int id, const char *what) {
@@ -636,7 +620,7 @@ void gs_queue_adopt(gs_buffer *b) {
   b->stream = (int16_t)id;
   b->nuses = 0;
   b->uses_lost = false;
-  b->qid = atomic_fetch_add_explicit(&next_qid, 1, memory_order_relaxed) + 1;
+  b->qid = atomic_fetch_add_explicit(&gs_buffer_qids, 1, memory_order_relaxed) + 1;
   stream *s = stream_of(dev, id);
   /* the block may have been used by work this stream queued before */
   if (s->enqueued > completed_of(s)) b->uses[b->nuses++] = (gs_use){(int16_t)dev, (int16_t)id, s->enqueued};
@@ -783,8 +767,3 @@ gs_status gs_queue_wait_event(int dev, int id, gs_event *e) {
   t->wseq = e->seq;
   return gs_task_submit_on(t, id, NULL);
 }
-
-/* ---- sync debug mode ---- */
-
-void gs_set_sync_debug_mode(int mode) { sync_mode = mode; }
-int gs_get_sync_debug_mode(void) { return sync_mode; }

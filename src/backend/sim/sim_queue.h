@@ -27,6 +27,7 @@
 
 #include "core/gs_backend.h"
 #include "core/gs_devflag.h"
+#include "core/gs_streams.h"
 #include "core/gs_tensor.h"
 
 #define GS_QUEUE_MAX_DEVICES 64
@@ -149,15 +150,5 @@ bool gs_event_recorded(const gs_event *e, int *dev);
 
 /* Kernel time and count per device (utilisation, memory_stats). */
 void gs_queue_busy(int dev, uint64_t *busy_ns, uint64_t *kernels);
-
-/* Sync debug mode (torch.cuda.set_sync_debug_mode): 0 off, 1 warn, 2
- * error. A synchronising call in mode 1 leaves its name in
- * gs_sync_warning for the binding layer to print with the user's line. */
-void gs_set_sync_debug_mode(int mode);
-/* The check itself, before any host wait for a device (real ones too):
- * an error in mode 2, a pending warning in mode 1. */
-gs_status gs_sync_note(const char *what);
-int gs_get_sync_debug_mode(void);
-extern _Thread_local const char *gs_sync_warning;
 
 #endif
