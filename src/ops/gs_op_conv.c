@@ -55,13 +55,6 @@ size_t gs_conv_col_cap(size_t cap) {
 /* ---- validation --------------------------------------------------------- */
 
 /* "[6, 1, 5, 5]" */
-static void shape_str(int ndim, const int64_t *shape, char *buf, size_t len) {
-  size_t n = (size_t)snprintf(buf, len, "[");
-  for (int i = 0; i < ndim && n < len; i++)
-    n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  if (n < len) snprintf(buf + n, len - n, "]");
-}
-
 /* The problem in 4-d terms: x [N, C, H, W], w [Cout, Cg, kh, kw], the
  * geometry, groups, and whether the input had no batch dim. */
 typedef struct {
@@ -96,7 +89,7 @@ static gs_status plan_conv(const gs_tensor *x, const gs_tensor *w, const gs_tens
   int64_t xsh[4];
   xsh[0] = p->unbatched ? 1 : x->shape[0];
   for (int i = 1; i < xn; i++) xsh[i] = x->shape[i - (p->unbatched ? 1 : 0)];
-  shape_str(xn, xsh, xs, sizeof xs);
+  gs_shape_str_n(xn, xsh, xs, sizeof xs);
   gs_shape_str(w, ws, sizeof ws);
   if (!gs_dtype_is_float(x->dtype) || (x->dtype != GS_FLOAT32 && x->dtype != GS_FLOAT64))
     return gs_error("%s: expected a float32 or float64 input, got %s", op_name(nd), gs_dtype_name(x->dtype));
@@ -459,7 +452,7 @@ gs_status gs_conv_backward(const gs_tensor *x, const gs_tensor *w, const gs_tens
   for (int i = 0; shape_ok && i < gy->ndim; i++) shape_ok = gy->shape[i] == p.out_shape[i];
   if (!shape_ok) {
     char want[160], got[160];
-    shape_str(p.out_ndim, p.out_shape, want, sizeof want);
+    gs_shape_str_n(p.out_ndim, p.out_shape, want, sizeof want);
     gs_shape_str(gy, got, sizeof got);
     return gs_error("%s backward: expected a gradient of shape %s and dtype %s, got %s %s", op_name(o->nd), want,
                     gs_dtype_name(x->dtype), got, gs_dtype_name(gy->dtype));

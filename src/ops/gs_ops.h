@@ -38,6 +38,7 @@ gs_status gs_no_kernel(const char *op, const gs_tensor *t);
 /* An op's name (messages, placement log, Lua method): "neg", "add", "sum". */
 const char *gs_dtype_torch_name(gs_dtype t); /* "Float", "Long": PyTorch's messages */
 void gs_shape_str(const gs_tensor *t, char *buf, size_t len); /* "[2, 3]" */
+void gs_shape_str_n(int n, const int64_t *shape, char *buf, size_t len); /* the same for a bare shape */
 /* One line per op when torch.set_log_device_placement(true). */
 extern bool gs_log_placement;
 void gs_log_op(const char *op, const gs_tensor *t);
@@ -169,9 +170,6 @@ gs_status gs_to_host_contiguous(const gs_tensor *x, gs_tensor **out);
 /* x:item(): the one element of x as a number of x's kind (bool, float or
  * integer); refuses any other element count. */
 gs_status gs_item(const gs_tensor *x, gs_scalar *out);
-
-/* ---- printing: PyTorch's repr, malloc'd string the caller frees ---- */
-gs_status gs_tensor_repr(const gs_tensor *x, char **out);
 
 /* ---- convolution (gs_op_conv.c) ---- */
 typedef enum { GS_CONV_PAD_EXPLICIT, GS_CONV_PAD_SAME, GS_CONV_PAD_VALID } gs_conv_pad_mode;
