@@ -75,6 +75,28 @@ void gs_node_attach(gs_node *n, gs_tensor *out) {
   out->requires_grad = true;
 }
 
+bool gs_ag_wants(gs_tensor *const *xs, int n) {
+  if (!gs_grad_enabled) return false;
+  for (int i = 0; i < n; i++) if (xs[i] && gs_requires_grad(xs[i])) return true;
+  return false;
+}
+
+gs_status gs_ag_attach(gs_node *n, gs_tensor *out, gs_status s) {
+  if (!n) return gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
+  if (s != GS_OK) { gs_grad_fn_release(n); return s; }
+  gs_node_attach(n, out);
+  return GS_OK;
+}
+
+gs_status gs_ag_record(gs_node *n, gs_tensor **out, gs_status s) {
+  s = gs_ag_attach(n, *out, s);
+  if (s != GS_OK) {
+    gs_tensor_release(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
 gs_status gs_detach(const gs_tensor *x, gs_tensor **out) {
   *out = gs_tensor_view_of(x, x->ndim, x->shape, x->stride, x->offset);
   return *out ? GS_OK : gs_error_code(GS_ERR_OOM, "out of host memory");

@@ -174,5 +174,15 @@ gs_status gs_sum_to(const gs_tensor *g, int ndim, const int64_t *shape, gs_tenso
 gs_node *gs_node_new(const char *name, gs_backward_fn fn, int ninputs, gs_tensor *const *inputs);
 gs_status gs_node_save(gs_node *n, int slot, const gs_tensor *t);
 void gs_node_attach(gs_node *n, gs_tensor *out);
+/* Recording a node, the one helper every gs_ag_* op uses. gs_ag_wants:
+ * whether grad mode is on and one of xs[0..n) (NULL: an absent optional
+ * input) requires grad. gs_ag_attach: attaches n to out when s is GS_OK,
+ * else frees n and returns s (GS_ERR_OOM for a NULL n, whose allocation
+ * failed); the caller keeps out either way. gs_ag_record: the same, and
+ * when recording failed the op fails as a whole: *out is released and set
+ * to NULL. */
+bool gs_ag_wants(gs_tensor *const *xs, int n);
+gs_status gs_ag_attach(gs_node *n, gs_tensor *out, gs_status s);
+gs_status gs_ag_record(gs_node *n, gs_tensor **out, gs_status s);
 
 #endif

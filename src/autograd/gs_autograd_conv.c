@@ -41,16 +41,12 @@ gs_status gs_ag_conv(gs_tensor *x, gs_tensor *w, gs_tensor *b, const gs_conv_opt
   for (int i = 0; i < nin; i++) want |= gs_requires_grad(ins[i]);
   if (!gs_grad_enabled || !want) return GS_OK;
   gs_node *n = gs_node_new("ConvolutionBackward0", bw_conv, nin, ins);
-  gs_status s = n ? GS_OK : gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
-  if (s == GS_OK) {
+  gs_status s = GS_OK;
+  if (n) {
     opts_to_ints(o, n->ints);
     n->nints = 9;
     s = gs_node_save(n, 0, x);
+    if (s == GS_OK) s = gs_node_save(n, 1, w);
   }
-  if (s == GS_OK) s = gs_node_save(n, 1, w);
-  if (s == GS_OK) { gs_node_attach(n, *out); return GS_OK; }
-  if (n) gs_grad_fn_release(n);
-  gs_tensor_release(*out);
-  *out = NULL;
-  return s;
+  return gs_ag_record(n, out, s);
 }

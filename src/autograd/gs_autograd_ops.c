@@ -16,19 +16,6 @@
 #define SAVED(n, i) ((n)->saved[i])
 #define REL(t) gs_tensor_release(t)
 
-static bool wants(gs_tensor *const *xs, int n) {
-  if (!gs_grad_enabled) return false;
-  for (int i = 0; i < n; i++) if (gs_requires_grad(xs[i])) return true;
-  return false;
-}
-
-/* Records node n on out, or frees it and fails cleanly. */
-static gs_status finish(gs_node *n, gs_tensor *out, gs_status s) {
-  if (!n) return gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
-  if (s != GS_OK) { gs_grad_fn_release(n); return s; }
-  gs_node_attach(n, out);
-  return GS_OK;
-}
 
 static gs_status mul_s(const gs_tensor *a, double s, gs_tensor **out) { return gs_binary_scalar(GS_B_MUL, a, gs_scalar_f(s), false, out); }
 
@@ -119,7 +106,7 @@ gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tenso
   GS_TRY(gs_unary(op, x, args, out));
 #define GRAD_U(ID, name, method, inplace, grad) [GS_U_##ID] = grad,
   static const char *const names[GS_U_COUNT] = {GS_UNARY_OPS(GRAD_U)};
-  if (!names[op] || !gs_dtype_is_float((*out)->dtype) || !wants(&x, 1)) return GS_OK;
+  if (!names[op] || !gs_dtype_is_float((*out)->dtype) || !gs_ag_wants(&x, 1)) return GS_OK;
   gs_node *n = gs_node_new(names[op], bw_unary, 1, &x);
   gs_status s = GS_OK;
   if (n) {
@@ -129,9 +116,7 @@ gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tenso
     s = gs_node_save(n, 0, x);
     if (s == GS_OK) s = gs_node_save(n, 1, *out);
   }
-  s = finish(n, *out, s);
-  if (s != GS_OK) { REL(*out); *out = NULL; }
-  return s;
+  return gs_ag_record(n, out, s);
 }
 
 /* ---- binary (tensor op tensor, or tensor op number) ---- */
@@ -239,7 +224,7 @@ static gs_status record_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, doub
   const char *name = names[op];
   if (!name || !gs_dtype_is_float(out->dtype)) return GS_OK;
   gs_tensor *ins[2] = {a, b};
-  if (!wants(ins, b ? 2 : 1)) return GS_OK;
+  if (!gs_ag_wants(ins, b ? 2 : 1)) return GS_OK;
   if (!b && op == GS_B_POW) name = reversed ? "PowBackward1" : "PowBackward0";
   if (!b && op == GS_B_REMAINDER) name = "RemainderBackward0";
   gs_node *n = gs_node_new(name, bw_binary, b ? 2 : 1, ins);
@@ -256,7 +241,7 @@ static gs_status record_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, doub
       if (s == GS_OK && (op == GS_B_DIV || op == GS_B_POW)) s = gs_node_save(n, 2, out);
     }
   }
-  return finish(n, out, s);
+  return gs_ag_attach(n, out, s);
 }
 
 gs_status gs_ag_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, gs_tensor **out) {

@@ -10,20 +10,6 @@
 _Static_assert(sizeof(gs_pool2d_params) <= sizeof(((gs_node *)0)->ints), "pool geometry fits a node");
 _Static_assert(sizeof(gs_resize_params) <= sizeof(((gs_node *)0)->ints), "resize geometry fits a node");
 
-static bool wants(gs_tensor *const *xs, int n) {
-  if (!gs_grad_enabled) return false;
-  for (int i = 0; i < n; i++) if (xs[i] && gs_requires_grad(xs[i])) return true;
-  return false;
-}
-
-static gs_status finish(gs_node *n, gs_tensor **out, gs_status s) {
-  if (!n) s = gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
-  if (s == GS_OK) { gs_node_attach(n, *out); return GS_OK; }
-  gs_grad_fn_release(n);
-  REL(*out);
-  *out = NULL;
-  return s;
-}
 
 /* ---- pooling ---- */
 
@@ -43,7 +29,7 @@ static const char *pool_node(int kind) {
 }
 
 gs_status gs_ag_pool2d(gs_tensor *x, const gs_pool2d_opts *o, gs_tensor **out, gs_tensor **argmax) {
-  bool record = wants(&x, 1), is_max = o->kind == GS_POOL_MAX || o->kind == GS_POOL_ADAPTIVE_MAX;
+  bool record = gs_ag_wants(&x, 1), is_max = o->kind == GS_POOL_MAX || o->kind == GS_POOL_ADAPTIVE_MAX;
   gs_tensor *idx = NULL;
   gs_pool2d_params p;
   GS_TRY(gs_pool2d(x, o, out, is_max && (record || argmax) ? &idx : NULL, &p));
@@ -54,7 +40,7 @@ gs_status gs_ag_pool2d(gs_tensor *x, const gs_pool2d_opts *o, gs_tensor **out, g
       memcpy(n->ints, &p, sizeof p);
       if (idx) s = gs_node_save(n, 0, idx);
     }
-    s = finish(n, out, s);
+    s = gs_ag_record(n, out, s);
     if (s != GS_OK) { REL(idx); return s; }
   }
   if (argmax) *argmax = idx;
@@ -86,7 +72,7 @@ static gs_status bw_batch_norm(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 gs_status gs_ag_batch_norm(gs_tensor *x, gs_tensor *running_mean, gs_tensor *running_var, gs_tensor *weight,
                            gs_tensor *bias, bool training, double momentum, double eps, gs_tensor **out) {
   gs_tensor *ins[3] = {x, weight, bias};
-  bool record = wants(ins, 3);
+  bool record = gs_ag_wants(ins, 3);
   gs_tensor *saved = NULL;
   GS_TRY(gs_batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps, out,
                        record ? &saved : NULL));
@@ -102,7 +88,7 @@ gs_status gs_ag_batch_norm(gs_tensor *x, gs_tensor *running_mean, gs_tensor *run
     if (s == GS_OK && weight) s = gs_node_save(n, 2, weight);
   }
   REL(saved);
-  return finish(n, out, s);
+  return gs_ag_record(n, out, s);
 }
 
 /* ---- resizing ---- */
@@ -117,11 +103,11 @@ gs_status gs_ag_interpolate(gs_tensor *x, int mode, bool align_corners, int64_t 
                             double scale_w, gs_tensor **out) {
   gs_resize_params p;
   GS_TRY(gs_interpolate(x, mode, align_corners, oh, ow, scale_h, scale_w, out, &p));
-  if (!wants(&x, 1)) return GS_OK;
+  if (!gs_ag_wants(&x, 1)) return GS_OK;
   gs_node *n = gs_node_new(mode == GS_RESIZE_NEAREST ? "UpsampleNearest2DBackward1" : "UpsampleBilinear2DBackward1",
                            bw_interpolate, 1, &x);
   if (n) memcpy(n->ints, &p, sizeof p);
-  return finish(n, out, GS_OK);
+  return gs_ag_record(n, out, GS_OK);
 }
 
 /* ---- constant padding: the gradient is g with the padding cut off (and
@@ -143,11 +129,11 @@ static gs_status bw_pad(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 
 gs_status gs_ag_pad(gs_tensor *x, int npads, const int64_t *pads, gs_scalar value, gs_tensor **out) {
   GS_TRY(gs_pad(x, npads, pads, value, out));
-  if (!wants(&x, 1)) return GS_OK;
+  if (!gs_ag_wants(&x, 1)) return GS_OK;
   gs_node *n = gs_node_new("ConstantPadNdBackward0", bw_pad, 1, &x);
   if (n) {
     for (int d = 0; d < x->ndim; d++) n->ints[d] = 0;
     for (int i = 0; i < npads / 2; i++) n->ints[x->ndim - 1 - i] = pads[2 * i];
   }
-  return finish(n, out, GS_OK);
+  return gs_ag_record(n, out, GS_OK);
 }

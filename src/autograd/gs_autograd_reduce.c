@@ -6,20 +6,6 @@
 
 #define REL(t) gs_tensor_release(t)
 
-static bool wants(gs_tensor *const *xs, int n) {
-  if (!gs_grad_enabled) return false;
-  for (int i = 0; i < n; i++) if (gs_requires_grad(xs[i])) return true;
-  return false;
-}
-
-static gs_status finish(gs_node *n, gs_tensor **out, gs_status s) {
-  if (!n) s = gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
-  if (s == GS_OK) { gs_node_attach(n, *out); return GS_OK; }
-  gs_grad_fn_release(n);
-  REL(*out);
-  *out = NULL;
-  return s;
-}
 
 /* ---- sum / mean: the gradient spreads back over the reduced dim ---- */
 
@@ -40,7 +26,7 @@ static gs_status bw_sum(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 }
 
 static gs_status record_sum(gs_tensor *x, int dim, bool keepdim, bool mean, gs_tensor **out) {
-  if (!wants(&x, 1) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
+  if (!gs_ag_wants(&x, 1) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
   gs_node *n = gs_node_new(mean ? (dim < 0 ? "MeanBackward0" : "MeanBackward1") : (dim < 0 ? "SumBackward0" : "SumBackward1"),
                            bw_sum, 1, &x);
   if (n) {
@@ -49,7 +35,7 @@ static gs_status record_sum(gs_tensor *x, int dim, bool keepdim, bool mean, gs_t
     n->ints[2] = mean;
     n->scalar[0] = (double)(dim < 0 || x->ndim == 0 ? gs_numel(x) : x->shape[dim]);
   }
-  return finish(n, out, GS_OK);
+  return gs_ag_record(n, out, GS_OK);
 }
 
 gs_status gs_ag_sum(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
@@ -94,7 +80,7 @@ static gs_status bw_prod(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 
 gs_status gs_ag_prod(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
   GS_TRY(gs_reduce(GS_R_PROD, x, dim, keepdim, out, NULL));
-  if (!wants(&x, 1) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
+  if (!gs_ag_wants(&x, 1) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
   gs_node *n = gs_node_new(dim < 0 ? "ProdBackward0" : "ProdBackward1", bw_prod, 1, &x);
   gs_status s = GS_OK;
   if (n) {
@@ -102,7 +88,7 @@ gs_status gs_ag_prod(gs_tensor *x, int dim, bool keepdim, gs_tensor **out) {
     n->ints[1] = keepdim;
     s = gs_node_save(n, 0, x);
   }
-  return finish(n, out, s);
+  return gs_ag_record(n, out, s);
 }
 
 /* ---- softmax ---- */
@@ -129,7 +115,7 @@ static gs_status bw_softmax(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 
 gs_status gs_ag_softmax(gs_tensor *x, int dim, bool log, gs_tensor **out) {
   GS_TRY(gs_softmax(x, dim, log, out));
-  if (!wants(&x, 1)) return GS_OK;
+  if (!gs_ag_wants(&x, 1)) return GS_OK;
   gs_node *n = gs_node_new(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", bw_softmax, 1, &x);
   gs_status s = GS_OK;
   if (n) {
@@ -137,7 +123,7 @@ gs_status gs_ag_softmax(gs_tensor *x, int dim, bool log, gs_tensor **out) {
     n->ints[1] = log;
     s = gs_node_save(n, 0, *out);
   }
-  return finish(n, out, s);
+  return gs_ag_record(n, out, s);
 }
 
 /* ---- matrix products ---- */
@@ -225,7 +211,7 @@ static gs_status bw_matmul(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out) {
   GS_TRY(which == 0 ? gs_matmul(a, b, out) : which == 1 ? gs_mm(a, b, out) : gs_bmm(a, b, out));
   gs_tensor *ins[2] = {a, b};
-  if (!wants(ins, 2) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
+  if (!gs_ag_wants(ins, 2) || !gs_dtype_is_float((*out)->dtype)) return GS_OK;
   const char *name = which == 2 ? "BmmBackward0"
                    : a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
                    : a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
@@ -236,7 +222,7 @@ gs_status gs_ag_matmul(gs_tensor *a, gs_tensor *b, int which, gs_tensor **out) {
     s = gs_node_save(n, 0, a);
     if (s == GS_OK) s = gs_node_save(n, 1, b);
   }
-  return finish(n, out, s);
+  return gs_ag_record(n, out, s);
 }
 
 /* addmm(bias, a, b) = bias + a @ b */
@@ -262,14 +248,14 @@ gs_status gs_ag_addmm(gs_tensor *bias, gs_tensor *a, gs_tensor *b, gs_tensor **o
                     (long long)a->shape[0], (long long)b->shape[1]);
   }
   gs_tensor *ins[3] = {bias, a, b};
-  if (!wants(ins, 3)) return GS_OK;
+  if (!gs_ag_wants(ins, 3)) return GS_OK;
   gs_node *n = gs_node_new("AddmmBackward0", bw_addmm, 3, ins);
   s = GS_OK;
   if (n) {
     s = gs_node_save(n, 0, a);
     if (s == GS_OK) s = gs_node_save(n, 1, b);
   }
-  return finish(n, out, s);
+  return gs_ag_record(n, out, s);
 }
 
 /* ---- nll_loss: -mean(logp[i, target[i]]) through a one-hot mask, which
@@ -325,9 +311,9 @@ gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out) {
   if (s == GS_OK) s = gs_binary_scalar(GS_B_MUL, total, gs_scalar_f(-1.0 / count), false, out);
   REL(picked); REL(total);
   if (s != GS_OK) { REL(mask); return s; }
-  if (!wants(&logp, 1)) { REL(mask); return GS_OK; }
+  if (!gs_ag_wants(&logp, 1)) { REL(mask); return GS_OK; }
   gs_node *n = gs_node_new("NllLossBackward0", bw_nll, 1, &logp);
   if (n) { n->saved[0] = mask; n->saved_version[0] = mask->buf->version; n->scalar[0] = count; }
   else REL(mask);
-  return finish(n, out, GS_OK);
+  return gs_ag_record(n, out, GS_OK);
 }

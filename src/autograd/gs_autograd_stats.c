@@ -8,14 +8,12 @@
 
 #define REL(t) gs_tensor_release(t)
 
-static bool wants(gs_tensor *x) { return gs_grad_enabled && gs_requires_grad(x); }
-
 static void rename_node(gs_tensor *out, const char *name) {
   if (out && out->grad_fn) out->grad_fn->name = name;
 }
 
 gs_status gs_ag_var(gs_tensor *x, int dim, bool keepdim, int64_t correction, bool take_sqrt, gs_tensor **out) {
-  if (!wants(x)) return gs_var(x, dim, keepdim, correction, take_sqrt, out);
+  if (!gs_ag_wants(&x, 1)) return gs_var(x, dim, keepdim, correction, take_sqrt, out);
   if (!gs_dtype_is_float(x->dtype)) return gs_var(x, dim, keepdim, correction, take_sqrt, out); /* its error */
   int64_t n = dim < 0 || x->ndim == 0 ? gs_numel(x) : x->shape[dim];
   double denom = (double)(n - correction);
@@ -34,8 +32,8 @@ gs_status gs_ag_var(gs_tensor *x, int dim, bool keepdim, int64_t correction, boo
 }
 
 gs_status gs_ag_norm(gs_tensor *x, double p, gs_tensor **out) {
-  if (!wants(x) || !gs_dtype_is_float(x->dtype) || p == 0 || isinf(p)) {
-    if (wants(x) && isinf(p)) { /* max |x| through the max node */
+  if (!gs_ag_wants(&x, 1) || !gs_dtype_is_float(x->dtype) || p == 0 || isinf(p)) {
+    if (gs_ag_wants(&x, 1) && isinf(p)) { /* max |x| through the max node */
       gs_tensor *a = NULL;
       gs_status st = gs_ag_unary(GS_U_ABS, x, NULL, &a);
       if (st == GS_OK) st = gs_ag_extremum(a, p > 0, -1, false, out, NULL);
@@ -90,9 +88,9 @@ static gs_status bw_extremum(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 
 gs_status gs_ag_extremum(gs_tensor *x, bool is_max, int dim, bool keepdim, gs_tensor **values, gs_tensor **indices) {
   gs_tensor *idx = NULL;
-  bool need_idx = indices != NULL || (dim >= 0 && wants(x));
+  bool need_idx = indices != NULL || (dim >= 0 && gs_ag_wants(&x, 1));
   GS_TRY(gs_reduce(is_max ? GS_R_MAX : GS_R_MIN, x, dim, keepdim, values, need_idx ? &idx : NULL));
-  if (!wants(x) || !gs_dtype_is_float(x->dtype)) {
+  if (!gs_ag_wants(&x, 1) || !gs_dtype_is_float(x->dtype)) {
     if (indices) *indices = idx; else REL(idx);
     return GS_OK;
   }

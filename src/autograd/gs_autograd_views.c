@@ -8,13 +8,6 @@
 
 #define REL(t) gs_tensor_release(t)
 
-static gs_status finish(gs_node *n, gs_tensor *out, gs_status s) {
-  if (!n) return gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
-  if (s != GS_OK) { gs_grad_fn_release(n); return s; }
-  gs_node_attach(n, out);
-  return GS_OK;
-}
-
 /* zeros of the input's shape with g written into the part the view took */
 static gs_status scatter_into_zeros(gs_node *n, gs_tensor *g, gs_tensor **gr, bool select) {
   gs_tensor *z = NULL, *part = NULL;
@@ -59,9 +52,7 @@ static gs_status record_view(gs_status s, gs_tensor *x, gs_tensor **out, const c
     n->nints = nints;
     if (nints) memcpy(n->ints, ints, sizeof(int64_t) * (size_t)nints);
   }
-  s = finish(n, *out, GS_OK);
-  if (s != GS_OK) { REL(*out); *out = NULL; }
-  return s;
+  return gs_ag_record(n, out, GS_OK);
 }
 
 gs_status gs_ag_view(gs_tensor *x, int ndim, const int64_t *shape, bool reshape, gs_tensor **out) {
@@ -172,9 +163,7 @@ gs_status gs_ag_to_ex(gs_tensor *x, gs_device dev, gs_dtype dt, bool non_blockin
   GS_TRY(gs_to_ex(x, dev, dt, non_blocking, out));
   if (*out == x || !gs_grad_enabled || !gs_requires_grad(x) || !gs_dtype_is_float(dt)) return GS_OK;
   gs_node *n = gs_node_new("ToCopyBackward0", bw_to, 1, &x);
-  gs_status s = finish(n, *out, GS_OK);
-  if (s != GS_OK) { REL(*out); *out = NULL; }
-  return s;
+  return gs_ag_record(n, out, GS_OK);
 }
 
 static gs_status bw_clone(gs_node *n, gs_tensor *g, gs_tensor **gr) {
@@ -187,9 +176,7 @@ gs_status gs_ag_clone(gs_tensor *x, gs_tensor **out) {
   GS_TRY(gs_clone(x, out));
   if (!gs_grad_enabled || !gs_requires_grad(x)) return GS_OK;
   gs_node *n = gs_node_new("CloneBackward0", bw_clone, 1, &x);
-  gs_status s = finish(n, *out, GS_OK);
-  if (s != GS_OK) { REL(*out); *out = NULL; }
-  return s;
+  return gs_ag_record(n, out, GS_OK);
 }
 
 gs_status gs_ag_pin_memory(gs_tensor *x, gs_tensor **out) {
@@ -242,7 +229,7 @@ static gs_status record_join(gs_tensor **xs, int n, int dim, bool stack, const c
   if (n <= GS_AG_MAX_IN) {
     gs_node *nd = gs_node_new(name, bw_join, n, xs);
     if (nd) { nd->ints[0] = dim; nd->ints[1] = stack; }
-    return finish(nd, out, GS_OK);
+    return gs_ag_attach(nd, out, GS_OK);
   }
   gs_tensor *parts[GS_AG_MAX_IN] = {NULL};
   int per = (n + GS_AG_MAX_IN - 1) / GS_AG_MAX_IN, ngroups = 0;
@@ -263,7 +250,7 @@ static gs_status record_join(gs_tensor **xs, int n, int dim, bool stack, const c
     /* the groups' views are joined along dim as a cat */
     gs_node *nd = gs_node_new(name, bw_join, ngroups, parts);
     if (nd) { nd->ints[0] = dim; nd->ints[1] = 0; }
-    s = finish(nd, out, GS_OK);
+    s = gs_ag_attach(nd, out, GS_OK);
   }
   for (int g = 0; g < ngroups; g++) REL(parts[g]);
   return s;
