@@ -20,9 +20,4 @@ extern const gs_backend gs_backend_cpu;
 #include "backend/cpu/cpu_unary.h"
 #include "backend/cpu/cpu_winograd.h" /* Winograd F(2x2, 3x3) (branch wino) */
 
-/* Below this many elements a kernel runs on one thread: the pool's
- * workers sleep between jobs, and waking one costs more than it saves
- * on smaller ops (measured on the MLP step: 451 -> 593 steps/s). */
-#define GS_PARALLEL_GRAIN 131072
-
 #endif

@@ -5,7 +5,6 @@
  * integer division by zero is reported instead of trapping. */
 #include <math.h>
 #include "backend/cpu/cpu_binary.h"
-#include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_iter.h"
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_elemmath.h"

@@ -6,7 +6,6 @@
  * run and every thread count. */
 #include <string.h>
 #include "backend/cpu/cpu_conv.h"
-#include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 
 typedef struct {

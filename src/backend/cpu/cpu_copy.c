@@ -2,8 +2,7 @@
  * fill, arange and index_select. */
 #include <string.h>
 #include "backend/cpu/cpu_copy.h"
-#include "backend/cpu/backend_cpu.h"
-#include "backend/cpu/cpu_iter.h"
+#include "backend/cpu/cpu_iter.h" /* GS_PARALLEL_GRAIN */
 #include "core/gs_parallel.h"
 #include "core/gs_dtype_hd.h"
 

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/cpu/cpu_gemm.h"
-#include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 
 /* How BLAS can read a [rows, cols] matrix with strides (sr, sc): directly

@@ -1,6 +1,5 @@
 /* cpu_iter.c: the N-d strided iteration behind every CPU elementwise op. */
 #include <string.h>
-#include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_iter.h"
 #include "core/gs_parallel.h"
 

@@ -6,6 +6,11 @@
 #define CPU_ITER_H
 #include "core/gs_tensor.h"
 
+/* Below this many elements a kernel runs on one thread: the pool's
+ * workers sleep between jobs, and waking one costs more than it saves
+ * on smaller ops (measured on the MLP step: 451 -> 593 steps/s). */
+#define GS_PARALLEL_GRAIN 131072
+
 #define GS_ITER_MAX_OPS 4
 
 /* data[k] points at operand k's first element of the run; strides[k] is

@@ -1,6 +1,5 @@
 /* cpu_random.c: fills from the shared Philox stream (gs_philox.h). */
 #include "backend/cpu/cpu_random.h"
-#include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 #include "core/gs_philox.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/cpu/cpu_reduce.h"
-#include "backend/cpu/backend_cpu.h"
+#include "backend/cpu/cpu_iter.h" /* GS_PARALLEL_GRAIN */
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_parallel.h"
 

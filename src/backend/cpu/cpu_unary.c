@@ -3,7 +3,6 @@
 #include <math.h>
 #include <string.h>
 #include "backend/cpu/cpu_unary.h"
-#include "backend/cpu/backend_cpu.h"
 #include "backend/cpu/cpu_iter.h"
 #include "backend/cpu/cpu_math.h"
 

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/cpu/cpu_winograd.h"
-#include "backend/cpu/backend_cpu.h"
 #include "core/gs_parallel.h"
 #include "backend/cpu/cpu_math.h" /* GS_VECTOR_CLONES */
 
