@@ -19,11 +19,13 @@
 #include "distributed/gs_dist.h"
 #include "bind/lua_gs.h"
 #include "shell/repl.h"
+#include "jupyter/kernel.h"
 
-/* The Jupyter kernel (src/kernel_*.c). Weak: a build without it (the GPU
- * bundle, linked without ZeroMQ) says so instead of failing to link. */
-int gsK_run(lua_State *L, const char *connection_file) __attribute__((weak));
-int gsK_install(const char *argv0, char mode, const char *prefix) __attribute__((weak));
+/* The Jupyter kernel (src/jupyter/kernel.h), referenced weakly: a build
+ * without it (the GPU bundle, linked without ZeroMQ) says so instead of
+ * failing to link. */
+#pragma weak gsK_run
+#pragma weak gsK_install
 
 static const char usage_text[] =
   "usage: %s [options] [script [args]]\n"

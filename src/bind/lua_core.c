@@ -174,7 +174,6 @@ static int dtype_index(lua_State *L) {
 
 /* ---- devices ---- */
 
-void gs_devices_describe(char *buf, size_t n); /* gs_device.c: "devices: cpu, cuda:0 and cuda:1" */
 
 static gs_device default_device = {GS_CPU, 0};
 gs_device gsL_default_device(void) { return default_device; }

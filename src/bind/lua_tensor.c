@@ -6,8 +6,7 @@
 #include <string.h>
 #include "autograd/gs_autograd.h"
 #include "bind/lua_gs.h"
-
-const char *gs_grad_fn_name(const struct gs_node *n);
+#include "io/gs_print.h"
 
 static int t_gc(lua_State *L) {
   gs_tensor **p = luaL_checkudata(L, 1, GSL_TENSOR_MT);

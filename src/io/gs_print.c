@@ -20,6 +20,7 @@
 #include "autograd/gs_autograd.h"
 #include "ops/gs_ops.h"
 #include "core/gs_strbuf.h"
+#include "io/gs_print.h"
 
 enum { PRECISION = 4, THRESHOLD = 1000, EDGEITEMS = 3, LINEWIDTH = 80 };
 
