@@ -301,7 +301,7 @@ gs_status gs_ag_nll_loss(gs_tensor *logp, gs_tensor *target, gs_tensor **out) {
   }
   gs_tensor *mask = NULL, *picked = NULL, *total = NULL;
   /* from the checked tensor: a queued device marks what is computed from
-   * a bad index (gs_stream.c), so the loss never reads as a good one */
+   * a bad index (backend/sim/sim_queue.c), so the loss never reads as a good one */
   if (s == GS_OK) s = one_hot(t64 ? t64 : t0, logp->shape[1], logp->dtype, &mask);
   REL(t64);
   REL(t0);

@@ -10,7 +10,7 @@
  * rule, so programs see the same behaviour on both. The CPU reports such
  * errors at once, with the same words (gs_devflag_describe).
  *
- * Plain C, read by nvcc too (kernels/common.cuh raises records on the
+ * Plain C, read by nvcc too (backend/cuda/kernels/common.cuh raises records on the
  * device). */
 #ifndef GS_DEVFLAG_H
 #define GS_DEVFLAG_H

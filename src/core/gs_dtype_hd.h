@@ -2,7 +2,7 @@
  * written: per dtype (gs_ld_<d>, gs_st_<d>_f, gs_st_<d>_i: the CPU copy
  * loops) and for any dtype as a double or an int64 (gs_hd_load_f64 and
  * friends: gs_dtype.c's gs_load_f64..., the CUDA kernels through
- * kernels/dtype.cuh). Compiled by the C engine and by nvcc, so both sides
+ * backend/cuda/kernels/dtype.cuh). Compiled by the C engine and by nvcc, so both sides
  * apply one rule: float16/bfloat16 through gs_elemmath.h's conversions,
  * float to integer the x86 PyTorch way (gs_float_to_int64), bool as 0/1. */
 #ifndef GS_DTYPE_HD_H

@@ -9,7 +9,8 @@
 #include "core/gs_device.h"
 #include "core/gs_dtype.h"
 
-/* The last task of one stream that uses a buffer (gs_stream.h). */
+/* The last task of one stream that uses a buffer (backend/sim/sim_queue.h, through the backend slots adopt,
+ * release and host_wait). */
 typedef struct { int16_t device, stream; uint64_t seq; } gs_use;
 #define GS_BUFFER_USES 4
 
@@ -19,7 +20,7 @@ typedef struct gs_buffer {
   void *data;           /* host or device pointer */
   size_t nbytes;
   uint64_t version;     /* bumped by every in-place write (autograd checks) */
-  /* queued devices (gs_stream.h): the stream the block belongs to, and
+  /* queued devices (backend/sim/sim_queue.h): the stream the block belongs to, and
    * the queued work that uses it; uses_lost: more streams used it than
    * fit, so a host access waits for every stream */
   int16_t stream;

@@ -1,6 +1,6 @@
 /* backend_cuda.c: the CUDA backend's table: real GPUs through the CUDA
  * runtime (linked statically, so the binary starts where there is no
- * driver), kernels from kernels/ (one .cu file per op family), matrix
+ * driver), kernels from backend/cuda/kernels/ (one .cu file per op family), matrix
  * products from cuda_blas.c.
  *
  * Everything is lazy: the device count is asked for on first use, and a
@@ -423,7 +423,7 @@ const gs_backend gs_backend_cuda = {
   /* convolution (conv2d) */
   .im2col = gs_cuda_im2col, .col2im = gs_cuda_col2im,
   .collectives = &gs_nccl_collectives,
-  /* issue 20: pooling, batch norm, resizing (kernels/pool.cu, norm.cu) */
+  /* issue 20: pooling, batch norm, resizing (backend/cuda/kernels/pool.cu, norm.cu) */
   .pool2d = gs_cuda_pool2d, .pool2d_backward = gs_cuda_pool2d_backward,
   .bn_stats = gs_cuda_bn_stats, .bn_reduce = gs_cuda_bn_reduce, .bn_elemt = gs_cuda_bn_elemt,
   .resize = gs_cuda_resize, .resize_backward = gs_cuda_resize_backward,

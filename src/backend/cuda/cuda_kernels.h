@@ -1,5 +1,5 @@
 /* cuda_kernels.h: the seam between the CUDA backend's C side
- * (backend_cuda.c, cuda_blas.c) and its kernels (kernels/NAME.cu). Plain C,
+ * (backend_cuda.c, cuda_blas.c) and its kernels (kernels/NAME.cu below it). Plain C,
  * so nvcc and the C compiler both read it; only CUDA builds include it.
  *
  * The C side provides per-device streams and the caching allocator; the
@@ -65,7 +65,7 @@ gs_status gs_cublas_fail(int status, const char *expr, const char *file, int lin
     if (gs_blas_st_ != 0) return gs_cublas_fail(gs_blas_st_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-/* ---- provided by kernels/NAME.cu: the gs_backend kernel slots ---- */
+/* ---- provided by backend/cuda/kernels/NAME.cu: the gs_backend kernel slots ---- */
 gs_status gs_cuda_copy(gs_tensor *dst, const gs_tensor *src);                       /* copy.cu */
 gs_status gs_cuda_fill(gs_tensor *dst, gs_scalar value);                            /* copy.cu */
 gs_status gs_cuda_arange(gs_tensor *dst, double start, double step);                /* copy.cu */

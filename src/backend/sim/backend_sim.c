@@ -459,7 +459,7 @@ static gs_status sim_resize_backward(const gs_resize_params *p, gs_tensor *gx, c
 
 /* ---- copies between memories ---- */
 
-/* Host-memory copies (gs_op_util.c sends every copy between a simulated
+/* Host-memory copies (gs_op_copy.c sends every copy between a simulated
  * device and the cpu or another simulated device here):
  *   - to the host: wait for exactly the work that uses the source, then
  *     copy on the calling thread;
