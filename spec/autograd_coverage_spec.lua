@@ -42,6 +42,7 @@ local GRAD = {
   expand = function() gradcheck(function(x) return x:expand(2, 3) end, { any(1, 3) }) end,
   expand_as = function() gradcheck(function(x) return x:expand_as(torch.zeros(2, 3)) end, { any(1, 3) }) end,
   expm1 = function() gradcheck(function(x) return x:expm1() end, { any(3) }) end,
+  erf = function() gradcheck(function(x) return x:erf() end, { any(3) }) end,
   flatten = function() gradcheck(function(x) return x:flatten() end, { any(2, 3) }) end,
   floor = function() gradcheck(function(x) return x:floor() end, { off(3) }) end,
   floor_divide = function()

@@ -117,6 +117,7 @@ local OPS = {
   { "abs", function(d) return d.A:abs(), d.I:abs() end },
   { "exp", function(d) return d.A:exp() end },
   { "expm1", function(d) return d.A:expm1() end },
+  { "erf", function(d) return d.A:erf() end },
   { "log", function(d) return d.P:log(), d.A:log() end }, -- NaN for negatives, on every device
   { "log1p", function(d) return d.P:log1p() end },
   { "sqrt", function(d) return d.P:sqrt() end },
@@ -168,7 +169,7 @@ local OPS = {
     end, covers = { "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_" } },
   { "unary_", function(d)
       local outs = {}
-      for _, name in ipairs({ "abs_", "neg_", "exp_", "expm1_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_",
+      for _, name in ipairs({ "abs_", "neg_", "exp_", "expm1_", "erf_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_",
         "floor_", "ceil_", "round_", "trunc_", "sign_", "square_" }) do
         local x = d.A:clone()
         assert(rawequal(x[name](x), x))
@@ -183,7 +184,7 @@ local OPS = {
       b:logical_not_()
       outs[#outs + 1] = b
       return table.unpack(outs)
-    end, covers = { "abs_", "neg_", "exp_", "expm1_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_", "floor_",
+    end, covers = { "abs_", "neg_", "exp_", "expm1_", "erf_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_", "floor_",
       "ceil_", "round_", "trunc_", "sign_", "square_", "log_", "log1p_", "sqrt_", "rsqrt_", "reciprocal_",
       "logical_not_" } },
   { "clamp_", function(d) local x = d.A:clone(); x:clamp_(-1, 1); return x end },
