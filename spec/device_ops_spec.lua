@@ -84,6 +84,22 @@ local OPS = {
   { "index x[i]", function(d) return d.A[2], d.A[-1], d.BA[2] end, covers = {} },
   { "index x[{i, j}]", function(d) return d.A[{ 2, 3 }], d.A[{ {}, 2 }], d.M1[{ { 2, 3 }, { 1, 4, 2 } }] end, covers = {} },
   { "index_select", function(d) return d.A:index_select(2, d.idx), d.M1:index_select(1, d.idx) end },
+  -- issue 31's Lua functions over the engine's ops (goldens in seq_ops_spec.lua)
+  { "where", function(d) return torch.where(d.A:gt(0), d.A, d.row), d.A:where(d.A:lt(0), 0.5) end },
+  { "masked_fill", function(d)
+      local x = d.A:clone()
+      x:masked_fill_(d.A:gt(0), -math.huge)
+      return d.A:masked_fill(d.A:lt(0), 2), x, d.I:masked_fill(d.I:gt(0), 7)
+    end, covers = { "masked_fill_" } },
+  { "repeat", function(d) return d.A["repeat"](d.A, 2, 1, 2), d.I:tile(2) end, covers = { "tile" } },
+  { "repeat_interleave", function(d)
+      return d.A:repeat_interleave(2, 1), d.A:repeat_interleave(torch.tensor({ 1, 0, 2 }, { device = d.dev }), 2)
+    end },
+  { "mask x[mask], x[mask] = v", function(d)
+      local x = d.A:clone()
+      x[d.A:gt(0)] = 0
+      return d.A[d.A:gt(0)], x
+    end, covers = {} },
   { "assign x[{...}] = v", function(d)
       local x = d.A:clone()
       x[{ 1, 2 }] = 7

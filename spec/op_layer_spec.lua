@@ -17,6 +17,7 @@ local function inplace_methods()
     copy_ = function() return torch.full({ 2, 3 }, 0.25) end,
     fill_ = function() return 0.5 end,
     clamp_ = function() return 0, 0.5 end,
+    masked_fill_ = function() return torch.tensor({ true, false, true }), 0.5 end,
   }
   local list = {}
   for name in pairs(torch._methods) do

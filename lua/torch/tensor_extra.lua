@@ -3,7 +3,8 @@
 -- tile and repeat (registered as the method "repeat", since x:repeat(...)
 -- does not parse: x['repeat'](x, 2, 3), or x:tile(2, 3)), torch.where,
 -- masked_fill(_), repeat_interleave, and boolean-mask indexing
--- (x[mask], x[mask] = v, reached from the C __index/__newindex).
+-- (x[mask], x[mask] = v: the C __index/__newindex call the functions this
+-- file leaves in the Lua registry).
 -- Each is a method and, through init.lua, a torch.<name> function.
 local torch = require("torch")
 local errors = require("torch.utils.errors")
@@ -308,7 +309,8 @@ local function rest_shape(x, k, lead)
 end
 
 -- x[mask]: the selected elements (or slices) as a new tensor [count, rest...].
-M._mask_index = function(x, mask)
+local registry = debug.getregistry()
+registry["torch.mask_index"] = function(x, mask)
   local rows, pos = mask_rows(x, mask)
   local flat = x:reshape(rest_shape(x, mask:dim(), rows))
   return flat:index_select(1, torch.tensor(pos, { dtype = torch.int64, device = x.device }))
@@ -316,7 +318,7 @@ end
 
 -- x[mask] = v: v a number, a 0-d tensor, a tensor broadcast over the
 -- selected slices, or one value (slice) per selected position.
-M._mask_assign = function(x, mask, v)
+registry["torch.mask_assign"] = function(x, mask, v)
   local rows, pos = mask_rows(x, mask)
   local k = mask:dim()
   if type(v) == "number" or type(v) == "boolean" or (is_tensor(v) and v:dim() <= x:dim() - k) then
