@@ -47,7 +47,7 @@ local function args(who, names, ...)
   local n = select("#", ...)
   local r = table.pack(...)
   local last = r[n]
-  if n >= 1 and type(last) == "table" and not torch.is_tensor(last) then
+  if n >= 1 and type(last) == "table" and getmetatable(last) == nil and (next(last) == nil or #last == 0) then
     check_options(last, "nn.init." .. who, names)
     r.n, r[n] = n - 1, nil
     for i, k in ipairs(names) do if last[k] ~= nil then r[i] = last[k] end end
@@ -91,8 +91,7 @@ local function fan(t, mode)
 end
 
 -- kaiming_uniform_(t[, {a = 0, mode = "fan_in", nonlinearity = "leaky_relu"}])
-function I.kaiming_uniform_(t, opts, mode, nonlinearity)
-  if type(opts) ~= "table" and opts ~= nil or mode ~= nil then opts = { a = opts, mode = mode, nonlinearity = nonlinearity } end
+function I.kaiming_uniform_(t, opts)
   opts = options(opts, "nn.init.kaiming_uniform_")
   check_options(opts, "nn.init.kaiming_uniform_", { "a", "mode", "nonlinearity" })
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
@@ -101,8 +100,7 @@ function I.kaiming_uniform_(t, opts, mode, nonlinearity)
   return I.uniform_(t, -bound, bound)
 end
 
-function I.kaiming_normal_(t, opts, mode, nonlinearity)
-  if type(opts) ~= "table" and opts ~= nil or mode ~= nil then opts = { a = opts, mode = mode, nonlinearity = nonlinearity } end
+function I.kaiming_normal_(t, opts)
   opts = options(opts, "nn.init.kaiming_normal_")
   check_options(opts, "nn.init.kaiming_normal_", { "a", "mode", "nonlinearity" })
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
