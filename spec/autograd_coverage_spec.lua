@@ -42,13 +42,28 @@ local GRAD = {
   expand = function() gradcheck(function(x) return x:expand(2, 3) end, { any(1, 3) }) end,
   expand_as = function() gradcheck(function(x) return x:expand_as(torch.zeros(2, 3)) end, { any(1, 3) }) end,
   expm1 = function() gradcheck(function(x) return x:expm1() end, { any(3) }) end,
+  erf = function() gradcheck(function(x) return x:erf() end, { any(3) }) end,
   flatten = function() gradcheck(function(x) return x:flatten() end, { any(2, 3) }) end,
   floor = function() gradcheck(function(x) return x:floor() end, { off(3) }) end,
   floor_divide = function()
     gradcheck(function(a, b) return a:floor_divide(b) end, { off(4), off(4) })
     gradcheck(function(a) return a:floor_divide(0.75) end, { off(4) })
   end,
-  index_select = nil, -- REFUSE below
+  index_select = function()
+    gradcheck(function(x) return x:index_select(2, torch.tensor({ 3, 1, 3 })) end, { any(2, 3) })
+  end,
+  masked_fill = function()
+    gradcheck(function(x) return x:masked_fill(torch.tensor({ true, false, true }), 0.5) end, { any(2, 3) })
+  end,
+  ["repeat"] = function() gradcheck(function(x) return x["repeat"](x, 2, 1, 2) end, { any(2, 3) }) end,
+  repeat_interleave = function()
+    gradcheck(function(x) return x:repeat_interleave(2, 1) end, { any(2, 3) })
+    gradcheck(function(x) return x:repeat_interleave(torch.tensor({ 2, 0, 1 }), 2) end, { any(2, 3) })
+  end,
+  tile = function() gradcheck(function(x) return x:tile(2) end, { any(2, 3) }) end,
+  where = function()
+    gradcheck(function(a, b) return a:where(torch.tensor({ true, false, true }), b) end, { any(2, 3), any(3) })
+  end,
   log = function() gradcheck(function(x) return x:log() end, { pos(3) }) end,
   log1p = function() gradcheck(function(x) return x:log1p() end, { pos(3) }) end,
   log_softmax = function() gradcheck(function(x) return x:log_softmax(2) end, { any(2, 3) }) end,
@@ -145,7 +160,6 @@ local NONFLOAT = {
 }
 
 local REFUSE = {
-  index_select = function(x) return x:index_select(1, torch.tensor({ 1 })) end,
 }
 
 local FRESH = {

@@ -84,6 +84,22 @@ local OPS = {
   { "index x[i]", function(d) return d.A[2], d.A[-1], d.BA[2] end, covers = {} },
   { "index x[{i, j}]", function(d) return d.A[{ 2, 3 }], d.A[{ {}, 2 }], d.M1[{ { 2, 3 }, { 1, 4, 2 } }] end, covers = {} },
   { "index_select", function(d) return d.A:index_select(2, d.idx), d.M1:index_select(1, d.idx) end },
+  -- issue 31's Lua functions over the engine's ops (goldens in seq_ops_spec.lua)
+  { "where", function(d) return torch.where(d.A:gt(0), d.A, d.row), d.A:where(d.A:lt(0), 0.5) end },
+  { "masked_fill", function(d)
+      local x = d.A:clone()
+      x:masked_fill_(d.A:gt(0), -math.huge)
+      return d.A:masked_fill(d.A:lt(0), 2), x, d.I:masked_fill(d.I:gt(0), 7)
+    end, covers = { "masked_fill_" } },
+  { "repeat", function(d) return d.A["repeat"](d.A, 2, 1, 2), d.I:tile(2) end, covers = { "tile" } },
+  { "repeat_interleave", function(d)
+      return d.A:repeat_interleave(2, 1), d.A:repeat_interleave(torch.tensor({ 1, 0, 2 }, { device = d.dev }), 2)
+    end },
+  { "mask x[mask], x[mask] = v", function(d)
+      local x = d.A:clone()
+      x[d.A:gt(0)] = 0
+      return d.A[d.A:gt(0)], x
+    end, covers = {} },
   { "assign x[{...}] = v", function(d)
       local x = d.A:clone()
       x[{ 1, 2 }] = 7
@@ -117,6 +133,7 @@ local OPS = {
   { "abs", function(d) return d.A:abs(), d.I:abs() end },
   { "exp", function(d) return d.A:exp() end },
   { "expm1", function(d) return d.A:expm1() end },
+  { "erf", function(d) return d.A:erf() end },
   { "log", function(d) return d.P:log(), d.A:log() end }, -- NaN for negatives, on every device
   { "log1p", function(d) return d.P:log1p() end },
   { "sqrt", function(d) return d.P:sqrt() end },
@@ -168,7 +185,7 @@ local OPS = {
     end, covers = { "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_" } },
   { "unary_", function(d)
       local outs = {}
-      for _, name in ipairs({ "abs_", "neg_", "exp_", "expm1_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_",
+      for _, name in ipairs({ "abs_", "neg_", "exp_", "expm1_", "erf_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_",
         "floor_", "ceil_", "round_", "trunc_", "sign_", "square_" }) do
         local x = d.A:clone()
         assert(rawequal(x[name](x), x))
@@ -183,7 +200,7 @@ local OPS = {
       b:logical_not_()
       outs[#outs + 1] = b
       return table.unpack(outs)
-    end, covers = { "abs_", "neg_", "exp_", "expm1_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_", "floor_",
+    end, covers = { "abs_", "neg_", "exp_", "expm1_", "erf_", "sigmoid_", "tanh_", "relu_", "sin_", "cos_", "floor_",
       "ceil_", "round_", "trunc_", "sign_", "square_", "log_", "log1p_", "sqrt_", "rsqrt_", "reciprocal_",
       "logical_not_" } },
   { "clamp_", function(d) local x = d.A:clone(); x:clamp_(-1, 1); return x end },

@@ -17,6 +17,7 @@ local function inplace_methods()
     copy_ = function() return torch.full({ 2, 3 }, 0.25) end,
     fill_ = function() return 0.5 end,
     clamp_ = function() return 0, 0.5 end,
+    masked_fill_ = function() return torch.tensor({ true, false, true }), 0.5 end,
   }
   local list = {}
   for name in pairs(torch._methods) do
@@ -197,7 +198,7 @@ describe("each op family is declared once", function()
     relu = "ReluBackward0", sin = "SinBackward0", cos = "CosBackward0", floor = "FloorBackward0",
     ceil = "CeilBackward0", round = "RoundBackward0", trunc = "TruncBackward0", sign = "SignBackward0",
     reciprocal = "ReciprocalBackward0", log1p = "Log1PBackward0", expm1 = "Expm1Backward0",
-    square = "PowBackward0",
+    square = "PowBackward0", erf = "ErfBackward0",
   }
   local BINARY = { mul = "MulBackward0", div = "DivBackward0", pow = "PowBackward1" }
   local NO_INPLACE = { "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or" }

@@ -291,7 +291,7 @@ end)
 ---------------------------------------------------------------- unary
 
 local UNARY = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
-               "ceil", "round", "trunc", "sign", "reciprocal", "log1p", "expm1", "square", "logical_not"}
+               "ceil", "round", "trunc", "sign", "reciprocal", "log1p", "expm1", "square", "logical_not", "erf"}
 local POSITIVE = {log = true, sqrt = true, rsqrt = true, log1p = true, reciprocal = true}
 for _, dt in ipairs({torch.float32, torch.float64}) do
   for _, op in ipairs(UNARY) do
@@ -501,6 +501,36 @@ check("index_select every dim and dtype", function()
     end
   end
   same_op(function(a, i) return a:index_select(1, i) end, {x, torch.tensor({2, 4, 5, 1, 3}):narrow(1, 2, 3)})
+end)
+-- index_select's gradient is the index_add slot (atomicAdd on CUDA: repeated
+-- indices sum in any order, so float32 within a few ulps)
+check("index_select backward (index_add), repeated indices, every dim; nn.Embedding's gradient", function()
+  local idx = torch.tensor({3, 1, 3, 5, 3})
+  for _, dt in ipairs({torch.float32, torch.float64}) do
+    for d = 1, 3 do
+      same_op(function(a, i)
+        local x = a:clone():requires_grad_()
+        local y = x:index_select(d, i)
+        y:backward(torch.ones_like(y) * 1.5)
+        return x.grad
+      end, {torch.randn(5, 6, 7, {dtype = dt}), idx}, tol(dt).rtol * 4, tol(dt).atol * 4)
+    end
+  end
+  same_op(function(w, ids)
+    local e = w:clone():requires_grad_()
+    local y = nn.functional.embedding(ids, e, {padding_idx = 2})
+    local loss = (y * y):sum()
+    loss:backward()
+    return y, e.grad
+  end, {torch.randn(50, 16), torch.randint(1, 51, {32, 35})}, 1e-5, 1e-5)
+end)
+check("where, masked_fill, x[mask] and its gradient", function()
+  same_op(function(a, m)
+    local x = a:clone():requires_grad_()
+    local y = torch.where(m, x, -x * 2):masked_fill(m:logical_not(), -1e9):softmax(2)
+    ;((y * y):sum() + x[m]:sum()):backward()
+    return y, x.grad
+  end, {torch.randn(64, 33), torch.rand(64, 33):gt(0.3)}, 2e-6, 1e-6)
 end)
 check("index_select out of range: the cpu's message at the next synchronisation, device still usable", function()
   local x, idx = torch.randn(4, 3), torch.tensor({1, 9, 2})

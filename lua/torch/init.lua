@@ -4,6 +4,10 @@
 -- helpers, and the nn/optim/utils sub-modules when present.
 local torch = ...
 
+-- Methods written in Lua (torch.normal, tile, repeat, where, masked_fill,
+-- repeat_interleave, boolean-mask indexing): before the copy below.
+require("torch.tensor_extra")
+
 -- Every tensor method is also a torch function taking the tensor first:
 -- torch.matmul(a, b) is a:matmul(b). Factories of the same name win.
 for name, fn in pairs(torch._methods) do

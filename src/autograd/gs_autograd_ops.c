@@ -89,6 +89,13 @@ static gs_status bw_unary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
     s = gs_binary_scalar(GS_B_ADD, y, gs_scalar_i(1), false, &t);
     if (s == GS_OK) s = gs_binary(GS_B_MUL, g, t, &gr[0]);
     break;
+  case GS_U_ERF: /* g * 2/sqrt(pi) * exp(-x^2) */
+    s = gs_unary(GS_U_SQUARE, x, NULL, &t);
+    if (s == GS_OK) s = mul_s(t, -1.0, &u);
+    if (s == GS_OK) { REL(t); s = gs_unary(GS_U_EXP, u, NULL, &t); }
+    if (s == GS_OK) { REL(u); s = mul_s(t, 1.1283791670955126, &u); }
+    if (s == GS_OK) s = gs_binary(GS_B_MUL, g, u, &gr[0]);
+    break;
   case GS_U_RSQRT: /* -0.5 * g * y^3 */
     s = gs_binary_scalar(GS_B_POW, y, gs_scalar_i(3), false, &t);
     if (s == GS_OK) s = mul_s(t, -0.5, &u);

@@ -143,10 +143,25 @@ gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **
   return GS_OK;
 }
 
+/* index_select's gradient: g's rows added back at the indices (repeated
+ * ones add up), into zeros of the input's shape */
+static gs_status bw_index_select(gs_node *n, gs_tensor *g, gs_tensor **gr) {
+  return gs_index_add(g, (int)n->ints[0], n->saved[0], n->in_ndim[0], n->in_shape[0], gr);
+}
+
 gs_status gs_ag_index_select(gs_tensor *x, int dim, const gs_tensor *idx, gs_tensor **out) {
-  if (gs_grad_enabled && gs_requires_grad(x))
-    return gs_error("index_select does not support autograd yet: call it on x:detach() or inside torch.no_grad");
-  return gs_index_select(x, dim, idx, out);
+  GS_TRY(gs_index_select(x, dim, idx, out));
+  if (!gs_grad_enabled || !gs_requires_grad(x) || !gs_dtype_is_float(x->dtype)) return GS_OK;
+  gs_node *n = gs_node_new("IndexSelectBackward0", bw_index_select, 1, &x);
+  gs_status s = GS_OK;
+  if (n) {
+    n->ints[0] = dim;
+    n->nints = 1;
+    s = gs_node_save(n, 0, idx);
+  }
+  s = finish(n, *out, s);
+  if (s != GS_OK) { REL(*out); *out = NULL; }
+  return s;
 }
 
 /* ---- to / clone ---- */

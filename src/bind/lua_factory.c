@@ -28,6 +28,14 @@ static bool is_options(lua_State *L, int idx) {
   return false;
 }
 
+static bool is_empty_table(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE) return false;
+  if (lua_getmetatable(L, idx)) { lua_pop(L, 1); return false; } /* a torch.Size */
+  lua_pushnil(L);
+  if (lua_next(L, idx)) { lua_pop(L, 2); return false; }
+  return true;
+}
+
 /* Reads a trailing options table into o; returns the index of the last
  * positional argument. */
 static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev, const char *fname) {
@@ -37,6 +45,10 @@ static int read_opts_on(lua_State *L, opts *o, gs_dtype def, gs_device dev, cons
   o->dtype = def;
   o->has_dtype = false;
   o->requires_grad = false;
+  /* A trailing empty table after other arguments is an options table
+   * with nothing in it ({device = devices[2]} when there is no second
+   * GPU); alone it stays a size ({}: a 0-d tensor). */
+  if (top >= 2 && is_empty_table(L, top)) return top - 1;
   if (top < 1 || !is_options(L, top)) return top;
   gsL_checkoptions(L, top, fname, keys, GSL_NKEYS(keys));
   if (gsL_optfield(L, top, "device")) { o->device = gsL_checkdevice(L, -1); lua_pop(L, 1); }
@@ -217,6 +229,8 @@ static int l_randn(lua_State *L) { return random_factory(L, true); }
 static int l_randint(lua_State *L) {
   opts o;
   int last = read_opts(L, &o, GS_INT64, "torch.randint");
+  /* randint(0, 10, {}): the {} is the (empty) size, which randint needs */
+  if (last == 2 && lua_gettop(L) == 3 && !lua_istable(L, 2)) last = 3;
   int size_at = lua_istable(L, 2) || (last == 2 && !lua_istable(L, 3)) ? 2 : 3;
   if (last == 2 && !lua_istable(L, 2)) return luaL_error(L, "torch.randint(low, high, size): expected a size table");
   lua_Integer lo = size_at == 3 ? luaL_checkinteger(L, 1) : 0, hi = luaL_checkinteger(L, size_at - 1);

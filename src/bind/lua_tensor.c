@@ -206,6 +206,21 @@ static int t_eq(lua_State *L) {
   return 1;
 }
 
+/* x[mask] and x[mask] = v with a bool tensor: the library's Lua functions
+ * (lua/torch/tensor_extra.lua) left in the registry as torch.mask_index and
+ * torch.mask_assign, called with the first nargs arguments. */
+static bool is_bool_mask(lua_State *L, int idx) {
+  gs_tensor *m = gsL_testtensor(L, idx);
+  return m && m->dtype == GS_BOOL;
+}
+
+static int call_mask_hook(lua_State *L, const char *name, int nargs) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, name) != LUA_TFUNCTION) return luaL_error(L, "boolean-mask indexing is not available");
+  for (int i = 1; i <= nargs; i++) lua_pushvalue(L, i);
+  lua_call(L, nargs, nargs == 2 ? 1 : 0);
+  return nargs == 2 ? 1 : 0;
+}
+
 static int t_index(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING) {
@@ -215,6 +230,7 @@ static int t_index(lua_State *L) {
     if (push_field(L, t, lua_tostring(L, 2))) return 1;
     return unknown_field(L, lua_upvalueindex(1), lua_tostring(L, 2));
   }
+  if (is_bool_mask(L, 2)) return call_mask_hook(L, "torch.mask_index", 2);
   gsL_pushtensor(L, index_view(L, t, 2));
   return 1;
 }
@@ -239,6 +255,7 @@ static int t_newindex(lua_State *L) {
     }
     return luaL_error(L, "cannot set field '%s' of a tensor", k);
   }
+  if (is_bool_mask(L, 2)) return call_mask_hook(L, "torch.mask_assign", 3);
   gs_tensor *v = index_view(L, t, 2);
   gs_status s;
   gs_tensor *src = gsL_testtensor(L, 3);

@@ -189,6 +189,12 @@ typedef struct gs_backend {
   /* every element of idx (int64, 1-d, any stride) is in [0, size), or the
    * error `code` (a gs_devflag_code naming the op) is reported, as above */
   gs_status (*check_index)(const gs_tensor *idx, int64_t size, int code);
+  /* index_select's backward (issue 31): out [outer, size, inner] (zeros,
+   * contiguous, float32 or float64) gets out[:, idx[j], :] += src[:, j, :]
+   * for src [outer, nidx, inner] contiguous of out's dtype; idx int64 1-d
+   * (any stride), already checked to lie in [0, size). Repeated indices
+   * add up. Optional: gs_index_add uses a one-hot product without it. */
+  gs_status (*index_add)(gs_tensor *out, int dim, const gs_tensor *idx, const gs_tensor *src);
   /* ---- convolution (conv2d; gs_op_conv.c), float32/float64 ---- */
   /* col [C*kh*kw, N, oh*ow] = the patches of x [N, C, H, W] (both
    * contiguous): col[(c*kh + i)*kw + j, n, y*ow + x] =

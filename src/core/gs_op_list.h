@@ -38,6 +38,7 @@
   X(RECIPROCAL, reciprocal, 1, 1, "ReciprocalBackward0")   \
   X(LOG1P, log1p, 1, 1, "Log1PBackward0")                  \
   X(EXPM1, expm1, 1, 1, "Expm1Backward0")                  \
+  X(ERF, erf, 1, 1, "ErfBackward0")                        \
   X(SQUARE, square, 1, 1, "PowBackward0")                  \
   X(LOGICAL_NOT, logical_not, 1, 1, NULL)                  \
   X(CLAMP, clamp, 0, 0, "ClampBackward1")

@@ -163,6 +163,10 @@ gs_status gs_matmul(const gs_tensor *a, const gs_tensor *b, gs_tensor **out);
 
 /* ---- indexing ---- */
 gs_status gs_index_select(const gs_tensor *x, int dim, const gs_tensor *idx, gs_tensor **out);
+/* index_select's backward (gs_op_index_add.c): zeros of shape [ndim] with
+ * src's slices added at idx (int64 1-d, 0-based, already checked) along dim */
+gs_status gs_index_add(const gs_tensor *src, int dim, const gs_tensor *idx, int ndim, const int64_t *shape,
+                       gs_tensor **out);
 
 /* ---- host access (for item, tolist, printing): contiguous copy on the
  * CPU (x itself, retained, when it already is one). ---- */

@@ -311,6 +311,25 @@ function d2l.sgd(params, lr, batch_size)
 end
 
 -- X and y cut into one slice per device, each on its device.
+-- corr2d(X, K): the book's two-dimensional cross-correlation of a matrix X
+-- [h, w] with a kernel K [kh, kw], an [h - kh + 1, w - kw + 1] matrix. The
+-- book's double loop writes Y[i, j] one element at a time; this is one
+-- conv2d (the same numbers), so gradients reach X and K on every device.
+function d2l.corr2d(X, K)
+  for _, p in ipairs({ { X, "X" }, { K, "K" } }) do
+    if not torch.is_tensor(p[1]) or p[1]:dim() ~= 2 then
+      fail(("d2l.corr2d(X, K): %s must be a matrix (a 2-d tensor), got %s"):format(p[2], describe(p[1])))
+    end
+  end
+  if K:size(1) > X:size(1) or K:size(2) > X:size(2) then
+    fail(("d2l.corr2d(X, K): the kernel (%dx%d) is larger than X (%dx%d)"):format(K:size(1), K:size(2), X:size(1),
+      X:size(2)))
+  end
+  local x = X:reshape(1, 1, X:size(1), X:size(2))
+  local k = K:to(X.dtype):reshape(1, 1, K:size(1), K:size(2))
+  return torch.conv2d(x, k):reshape(X:size(1) - K:size(1) + 1, X:size(2) - K:size(2) + 1)
+end
+
 function d2l.split_batch(X, y, devices)
   if not torch.is_tensor(X) or not torch.is_tensor(y) then
     fail("d2l.split_batch(X, y, devices): X and y must be tensors")
@@ -361,7 +380,33 @@ local Animator = {}
 Animator.__index = Animator
 Animator.__name = "d2l.Animator"
 
-function d2l.Animator(opts)
+-- The book's positional order: Animator('epoch', 'loss', {'train'}, ...);
+-- an options table may follow the positional ones.
+local ANIMATOR_ORDER = { "xlabel", "ylabel", "legend", "xlim", "ylim", "xscale", "yscale", "fmts", "nrows", "ncols",
+  "figsize" }
+
+local function is_options(v)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then return false end
+  for k in pairs(v) do if type(k) == "string" then return true end end
+  return false
+end
+
+function d2l.Animator(...)
+  local n = select("#", ...)
+  local opts = ...
+  if n > 1 or (n == 1 and opts ~= nil and not is_options(opts) and type(opts) ~= "table") then
+    local args = table.pack(...)
+    opts = {}
+    if is_options(args[n]) then
+      for k, v in pairs(args[n]) do opts[k] = v end
+      n = n - 1
+    end
+    if n > #ANIMATOR_ORDER then
+      fail(("d2l.Animator: at most %d positional arguments (%s), got %d"):format(#ANIMATOR_ORDER,
+        table.concat(ANIMATOR_ORDER, ", "), n))
+    end
+    for i = 1, n do if args[i] ~= nil then opts[ANIMATOR_ORDER[i]] = args[i] end end
+  end
   opts = opts or {}
   if type(opts) ~= "table" then fail("d2l.Animator(opts): expected an options table, got " .. describe(opts)) end
   local copt = {}

@@ -99,7 +99,7 @@ F.mse_loss = loss.functional.mse_loss
 -- functions; both are merged here.
 -- The convolution and pooling families keep their functional forms in
 -- files of their own; a name defined twice is a mistake, said at load.
-for _, name in ipairs({ "torch.nn.functional_conv", "torch.nn.functional_pool" }) do
+for _, name in ipairs({ "torch.nn.functional_conv", "torch.nn.functional_pool", "torch.nn.functional_seq" }) do
   for k, v in pairs(require(name)) do
     if F[k] ~= nil then fail("nn.functional: " .. name .. " defines " .. k .. " twice") end
     F[k] = v

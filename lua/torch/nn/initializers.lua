@@ -40,17 +40,42 @@ function I.calculate_gain(nonlinearity, param)
   fail("Unsupported nonlinearity " .. tostring(nonlinearity))
 end
 
-function I.uniform_(t, a, b)
+-- The arguments after the tensor as PyTorch's keywords: positional
+-- numbers (uniform_(w, -0.1, 0.1)) or one options table (normal_(w,
+-- {std = 0.01})), which may also follow positional ones.
+local function args(who, names, ...)
+  local n = select("#", ...)
+  local r = table.pack(...)
+  local last = r[n]
+  if n >= 1 and type(last) == "table" and getmetatable(last) == nil and (next(last) == nil or #last == 0) then
+    check_options(last, "nn.init." .. who, names)
+    r.n, r[n] = n - 1, nil
+    for i, k in ipairs(names) do if last[k] ~= nil then r[i] = last[k] end end
+  end
+  for i, k in ipairs(names) do
+    local v = r[i]
+    if v ~= nil and type(v) ~= "number" then
+      fail(("nn.init.%s: %s must be a number, got %s"):format(who, k, require("torch.utils.errors").describe(v)))
+    end
+  end
+  return table.unpack(r, 1, #names)
+end
+
+function I.uniform_(t, ...)
+  local a, b = args("uniform_", { "a", "b" }, ...)
   data(t):uniform_(a or 0.0, b or 1.0)
   return t
 end
 
-function I.normal_(t, mean, std)
+function I.normal_(t, ...)
+  local mean, std = args("normal_", { "mean", "std" }, ...)
   data(t):normal_(mean or 0.0, std or 1.0)
   return t
 end
 
-function I.constant_(t, v)
+function I.constant_(t, ...)
+  local v = args("constant_", { "val" }, ...)
+  if v == nil then fail("nn.init.constant_(tensor, val): the value is needed, e.g. constant_(w, 0.5)") end
   data(t):fill_(v)
   return t
 end
@@ -88,16 +113,16 @@ local function gain_of(gain, who)
   return gain
 end
 
-function I.xavier_uniform_(t, gain)
-  gain = gain_of(gain, "xavier_uniform_")
+function I.xavier_uniform_(t, ...)
+  local gain = gain_of(args("xavier_uniform_", { "gain" }, ...), "xavier_uniform_")
   local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
   local std = (gain or 1.0) * math.sqrt(2.0 / (fan_in + fan_out))
   local a = math.sqrt(3.0) * std
   return I.uniform_(t, -a, a)
 end
 
-function I.xavier_normal_(t, gain)
-  gain = gain_of(gain, "xavier_normal_")
+function I.xavier_normal_(t, ...)
+  local gain = gain_of(args("xavier_normal_", { "gain" }, ...), "xavier_normal_")
   local fan_in, fan_out = I._calculate_fan_in_and_fan_out(t)
   return I.normal_(t, 0, (gain or 1.0) * math.sqrt(2.0 / (fan_in + fan_out)))
 end

@@ -88,7 +88,8 @@ local function scatter_one(obj, devices, dim)
   return false -- not scattered: every replica gets it as is
 end
 
-local function scatter(args, devices, dim)
+-- DataParallel's own split of its argument list (args.n arguments).
+local function scatter_args(args, devices, dim)
   local per, n = {}, nil
   for i = 1, args.n do
     per[i] = scatter_one(args[i], devices, dim)
@@ -103,7 +104,26 @@ local function scatter(args, devices, dim)
   end
   return inputs
 end
-P.scatter = scatter
+
+-- nn.parallel.scatter(inputs, target_gpus[, dim = 1]), PyTorch's public
+-- contract: a tensor -> its chunks along dim, one per device (fewer when
+-- it has fewer rows); a list -> one list per device with each tensor in it
+-- split; anything else -> the same value once per device.
+function P.scatter(inputs, target_gpus, dim)
+  if type(target_gpus) ~= "table" or getmetatable(target_gpus) ~= nil or #target_gpus == 0 then
+    fail("nn.parallel.scatter(inputs, target_gpus[, dim]): target_gpus must be a non-empty list of CUDA devices "
+      .. "such as {0, 1}, got " .. errors.describe(target_gpus))
+  end
+  dim = dim or 1
+  if math.type(dim) ~= "integer" then fail("nn.parallel.scatter: dim must be an integer, got " .. errors.describe(dim)) end
+  local devices = {}
+  for i, d in ipairs(target_gpus) do devices[i] = torch.device("cuda", ordinal(d, "target_gpus[" .. i .. "]")) end
+  local r = scatter_one(inputs, devices, dim)
+  if r then return r end
+  r = {}
+  for i = 1, #devices do r[i] = inputs end
+  return r
+end
 
 local function gather(outputs, target, dim)
   local first = outputs[1]
@@ -133,7 +153,26 @@ local function gather(outputs, target, dim)
   if first == nil then return nil end
   fail("nn.DataParallel: cannot gather outputs of type " .. type(first) .. " (tensors or lists of tensors expected)")
 end
-P.gather = gather
+
+-- nn.parallel.gather(outputs, target_device[, dim = 1]): the outputs
+-- (tensors, or lists of them) concatenated along dim on target_device (an
+-- ordinal, a device, or -1 / 'cpu' for the CPU), as PyTorch's.
+function P.gather(outputs, target_device, dim)
+  if type(outputs) ~= "table" or getmetatable(outputs) ~= nil or #outputs == 0 then
+    fail("nn.parallel.gather(outputs, target_device[, dim]): outputs must be a non-empty list, got "
+      .. errors.describe(outputs))
+  end
+  local target
+  if target_device == -1 or target_device == "cpu" or (mt_name(target_device) == "torch.device"
+      and target_device.type == "cpu") then
+    target = torch.device("cpu")
+  else
+    target = torch.device("cuda", ordinal(target_device, "target_device"))
+  end
+  dim = dim or 1
+  if math.type(dim) ~= "integer" then fail("nn.parallel.gather: dim must be an integer, got " .. errors.describe(dim)) end
+  return gather(outputs, target, dim)
+end
 
 -- ------------------------------------------------------------- replicate
 
@@ -244,7 +283,7 @@ function DataParallel:forward(...)
   end
   local devices = {}
   for i, id in ipairs(self.device_ids) do devices[i] = torch.device("cuda", id) end
-  local inputs = scatter(args, devices, self.dim)
+  local inputs = scatter_args(args, devices, self.dim)
   if #self.device_ids == 1 then
     return self.module(table.unpack(inputs[1], 1, inputs[1].n))
   end

@@ -331,7 +331,7 @@ const gs_backend gs_backend_cpu = {
   .synchronize = cpu_sync,
   .copy = prof_copy, .fill = prof_fill, .unary = prof_unary, .binary = prof_binary,
   .reduce = prof_reduce, .softmax = prof_softmax, .gemm = prof_gemm,
-  .arange = prof_arange, .random = prof_random, .index_select = prof_index_select,
+  .arange = prof_arange, .random = prof_random, .index_select = prof_index_select, .index_add = gs_cpu_index_add,
   .check_index = gs_cpu_check_index,
   /* convolution (conv2d) */
   .im2col = prof_im2col, .col2im = prof_col2im,

@@ -52,6 +52,7 @@ typedef struct { double lo, hi; } un_ctx;
   ULOOP(reciprocal_##S, T, T, (T)1 / x)                                        \
   ULOOP(log1p_##S, T, T, log1p##M(x))                                          \
   ULOOP(expm1_##S, T, T, expm1##M(x))                                          \
+  ULOOP(erf_##S, T, T, erf##M(x))                                              \
   ULOOP(square_##S, T, T, x * x)                                               \
   ULOOP(logical_not_##S, T, uint8_t, x == 0)                                   \
   ULOOP(clamp_##S, T, T, CLAMP(x, T))

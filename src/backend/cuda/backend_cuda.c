@@ -419,6 +419,7 @@ const gs_backend gs_backend_cuda = {
   .arange = gs_cuda_arange,
   .random = gs_cuda_random,
   .index_select = gs_cuda_index_select,
+  .index_add = gs_cuda_index_add,
   .check_index = gs_cuda_check_index,
   /* convolution (conv2d) */
   .im2col = gs_cuda_im2col, .col2im = gs_cuda_col2im,

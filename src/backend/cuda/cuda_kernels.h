@@ -75,6 +75,7 @@ gs_status gs_cuda_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const 
 gs_status gs_cuda_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log);   /* softmax.cu */
 gs_status gs_cuda_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset); /* random.cu */
 gs_status gs_cuda_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx); /* index.cu */
+gs_status gs_cuda_index_add(gs_tensor *out, int dim, const gs_tensor *idx, const gs_tensor *src); /* index.cu */
 gs_status gs_cuda_check_index(const gs_tensor *idx, int64_t size, int code);          /* index.cu */
 gs_status gs_cuda_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b);       /* cuda_blas.c */
 /* int64 products, c[z] = a[z] @ b[z] with any strides (cuBLAS has none). */

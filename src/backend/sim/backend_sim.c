@@ -243,6 +243,7 @@ static gs_status run_random(gs_task *t) { return gs_cpu_random(X(0), &t->rnd, t-
 static gs_status run_index_select(gs_task *t) {
   return gs_cpu_index_select_flagged(X(0), X(1), t->dim, X(2), gs_queue_flag(t->dev));
 }
+static gs_status run_index_add(gs_task *t) { return gs_cpu_index_add(X(0), t->dim, X(1), X(2)); }
 static gs_status run_check_index(gs_task *t) {
   return gs_cpu_check_index_flagged(X(0), t->size, t->op, gs_queue_flag(t->dev));
 }
@@ -344,6 +345,14 @@ static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, c
   gs_task_tensor(t, out);
   gs_task_tensor(t, x);
   gs_task_tensor(t, idx);
+  return gs_task_submit(t);
+}
+static gs_status sim_index_add(gs_tensor *out, int dim, const gs_tensor *idx, const gs_tensor *src) {
+  NEW_TASK(t, out, "index_add_", run_index_add);
+  t->dim = dim;
+  gs_task_tensor(t, out);
+  gs_task_tensor(t, idx);
+  gs_task_tensor(t, src);
   return gs_task_submit(t);
 }
 static gs_status sim_check_index(const gs_tensor *idx, int64_t size, int code) {
@@ -592,6 +601,7 @@ static const gs_streams sim_streams = {
   .copy = sim_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary, \
   .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \
   .arange = sim_arange, .random = sim_random, .index_select = sim_index_select, \
+  .index_add = sim_index_add,                                                \
   .check_index = sim_check_index,                                            \
   .im2col = sim_im2col, .col2im = sim_col2im, /* convolution (conv2d) */     \
   .pool2d = sim_pool2d, .pool2d_backward = sim_pool2d_backward,              \

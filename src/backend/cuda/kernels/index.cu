@@ -82,3 +82,38 @@ extern "C" gs_status gs_cuda_check_index(const gs_tensor *idx, int64_t size, int
   return launch_check(st, gs_tensor_device(idx).index, (const int64_t *)gs_tensor_ptr(idx), istride, nidx, size,
                       code, 0);
 }
+
+/* The index_add slot (index_select's backward, issue 31): one thread per
+ * element of src, added with atomicAdd into its row of out (repeated
+ * indices meet there). Float sums of repeated indices may come in any
+ * order, as PyTorch's CUDA index_add. */
+template <typename T>
+__global__ void index_add_kernel(T *out, const T *src, const int64_t *ix, int64_t istride, int64_t nidx,
+                                 int64_t size, int64_t inner, int64_t n) {
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int64_t k = i % inner, j = (i / inner) % nidx, o = i / (inner * nidx);
+  atomicAdd(out + (o * size + ix[j * istride]) * inner + k, src[i]);
+}
+
+extern "C" gs_status gs_cuda_index_add(gs_tensor *out, int dim, const gs_tensor *idx, const gs_tensor *src) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; d++) outer *= out->shape[d];
+  for (int d = dim + 1; d < out->ndim; d++) inner *= out->shape[d];
+  int64_t size = out->ndim ? out->shape[dim] : 1, nidx = gs_numel(idx);
+  int64_t istride = idx->ndim ? idx->stride[0] : 0, n = outer * nidx * inner;
+  if (n == 0) return GS_OK;
+  cudaStream_t st;
+  GS_TRY(gs_stream_of(out, &st));
+  const int64_t *ix = (const int64_t *)gs_tensor_ptr(idx);
+  if (out->dtype == GS_FLOAT32)
+    index_add_kernel<float><<<gs_grid(n), GS_BLOCK, 0, st>>>((float *)gs_tensor_ptr(out),
+      (const float *)gs_tensor_ptr(src), ix, istride, nidx, size, inner, n);
+  else if (out->dtype == GS_FLOAT64)
+    index_add_kernel<double><<<gs_grid(n), GS_BLOCK, 0, st>>>((double *)gs_tensor_ptr(out),
+      (const double *)gs_tensor_ptr(src), ix, istride, nidx, size, inner, n);
+  else
+    return gs_error("index_add: no CUDA kernel for %s", gs_dtype_name(out->dtype));
+  CUDA_CHECK_LAUNCH();
+  return GS_OK;
+}

@@ -13,7 +13,7 @@
 F2(m_abs, fabsf, fabs) F2(m_exp, expf, exp) F2(m_log, logf, log) F2(m_sqrt, sqrtf, sqrt)
 F2(m_tanh, tanhf, tanh) F2(m_sin, sinf, sin) F2(m_cos, cosf, cos) F2(m_floor, floorf, floor)
 F2(m_ceil, ceilf, ceil) F2(m_rint, rintf, rint) F2(m_trunc, truncf, trunc) F2(m_log1p, log1pf, log1p)
-F2(m_expm1, expm1f, expm1)
+F2(m_expm1, expm1f, expm1) F2(m_erf, erff, erf)
 #undef F2
 
 struct clamp_args { double lo, hi; int64_t ilo, ihi; bool has_lo, has_hi; };
@@ -43,6 +43,7 @@ __device__ __forceinline__ typename un_out<T, OP>::type float_op(T x, const clam
   else if constexpr (OP == GS_U_RECIPROCAL) return (T)1 / x;
   else if constexpr (OP == GS_U_LOG1P) return m_log1p(x);
   else if constexpr (OP == GS_U_EXPM1) return m_expm1(x);
+  else if constexpr (OP == GS_U_ERF) return m_erf(x);
   else if constexpr (OP == GS_U_SQUARE) return x * x;
   else if constexpr (OP == GS_U_LOGICAL_NOT) return (uint8_t)(x == 0);
   else { /* GS_U_CLAMP */
@@ -108,7 +109,7 @@ static gs_status dispatch_float(gs_unary_op op, cudaStream_t st, const gs_ew_des
     U_CASE(T, GS_U_RSQRT) U_CASE(T, GS_U_SIGMOID) U_CASE(T, GS_U_TANH) U_CASE(T, GS_U_RELU)
     U_CASE(T, GS_U_SIN) U_CASE(T, GS_U_COS) U_CASE(T, GS_U_FLOOR) U_CASE(T, GS_U_CEIL)
     U_CASE(T, GS_U_ROUND) U_CASE(T, GS_U_TRUNC) U_CASE(T, GS_U_SIGN) U_CASE(T, GS_U_RECIPROCAL)
-    U_CASE(T, GS_U_LOG1P) U_CASE(T, GS_U_EXPM1) U_CASE(T, GS_U_SQUARE) U_CASE(T, GS_U_LOGICAL_NOT)
+    U_CASE(T, GS_U_LOG1P) U_CASE(T, GS_U_EXPM1) U_CASE(T, GS_U_ERF) U_CASE(T, GS_U_SQUARE) U_CASE(T, GS_U_LOGICAL_NOT)
     U_CASE(T, GS_U_CLAMP)
   default: return gs_error("unary op %d: no CUDA kernel for %s", (int)op, gs_dtype_name(x->dtype));
   }
