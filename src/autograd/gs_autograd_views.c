@@ -159,9 +159,7 @@ gs_status gs_ag_index_select(gs_tensor *x, int dim, const gs_tensor *idx, gs_ten
     n->nints = 1;
     s = gs_node_save(n, 0, idx);
   }
-  s = finish(n, *out, s);
-  if (s != GS_OK) { REL(*out); *out = NULL; }
-  return s;
+  return gs_ag_record(n, out, s);
 }
 
 /* ---- to / clone ---- */
