@@ -409,9 +409,12 @@ local function rewrite_words(s, found)
     if CONST[w] then found.const = true; return CONST[w] end
   end)
   s = s:gsub("!=", function() found.ne = true; return "~=" end)
+  -- `X, y = next(iter(loader))` unpacks the batch list; `batch = ...` keeps it
+  local unpack = s:find("^%s*[%a_][%w_]*%s*,[%w_,%s]*=%s*next%s*%(") ~= nil
   s = s:gsub("%f[%w_]next%s*%(%s*iter%s*(%b())%s*%)", function(p)
     found.iter = true
-    return trim(p:sub(2, -2)) .. ":iter()()"
+    local e = trim(p:sub(2, -2)) .. ":iter()()"
+    return unpack and ("table.unpack(" .. e .. ")") or e
   end)
   s = s:gsub("%.__class__%.__name__%f[^%w_]", function() found.classname = true; return ".__name" end)
   return s
@@ -484,7 +487,7 @@ local function rewrite_block(line, found, env)
   end
   local x2, seq2 = head:match("^for%s+([%a_][%w_]*)%s+in%s+(.+)$")
   if x2 then
-    found.range = true
+    found.forin = true
     return indent .. "for _, " .. x2 .. " in ipairs(" .. rewrite(seq2, found) .. ") do" .. body .. "end"
   end
   local name, params = head:match("^def%s+([%a_][%w_%.]*)%s*(%b())%s*$")
@@ -534,6 +537,7 @@ local WHAT = {
   repeat_kw = "`repeat` is a Lua keyword: the method is `x:tile(...)` (torch.tile), or `x['repeat'](x, ...)`",
   loader = "a DataLoader is looped over with `for batch in loader do`, or `loader:enumerate()` for i, X, y",
   range = "Lua's for loop is `for i = first, last do ... end`, both ends included",
+  forin = "a loop over a list is `for _, v in ipairs(list) do ... end`",
   def = "a function is `function name(args) ... end`",
   with = "a `<close>` local ends the block's context",
   profile = "torch.profiler.profile takes the code to profile as a function",
@@ -541,7 +545,7 @@ local WHAT = {
   ne = "not-equal is `~=`",
 }
 local ORDER = { "colon", "kwargs", "axis", "dim", "list", "tuple", "slice", "matmul", "is", "len", "fstring",
-                "const", "ternary", "iter", "classname", "repeat_kw", "loader", "range", "def", "with",
+                "const", "ternary", "iter", "classname", "repeat_kw", "loader", "range", "forin", "def", "with",
                 "profile", "block", "ne" }
 
 -- A line without its Lua comment (`-- len(x)` is a note, not code).

@@ -87,7 +87,9 @@ end
 function M.is_method(name)
   if METHODS[name] or OTHER_METHODS[name] then return true end
   local ok, docs = pcall(require, "gshell.docs")
-  return ok and docs.get("Tensor." .. name) ~= nil and docs.get("Tensor." .. name):sub(1, 1) == "("
+  -- a method's help reads "x:name(...)"; a field's (x.shape) does not
+  local text = ok and docs.get("Tensor." .. name)
+  return text ~= nil and text ~= false and text:find("^x:" .. name .. "%(") ~= nil
 end
 
 return M

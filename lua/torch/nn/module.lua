@@ -541,7 +541,8 @@ Module.load_state_dict = state.load_state_dict
 -- itself so the fix survives pcall and nested calls (as tensor methods
 -- do in src/bind). `extend` is called on classes; metamethods by Lua.
 for k, f in pairs(Module) do
-  if type(f) == "function" and k:sub(1, 2) ~= "__" and k ~= "extend" then
+  -- (state_dict and load_state_dict stay state_dict.lua's own functions)
+  if type(f) == "function" and k:sub(1, 2) ~= "__" and k ~= "extend" and k ~= "state_dict" and k ~= "load_state_dict" then
     Module[k] = function(self, ...)
       if type(self) ~= "table" or rawget(self, "_modules") == nil then
         fail(string.format("%s: expected a module before the colon, got %s; a method needs its module before "
