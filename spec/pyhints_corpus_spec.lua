@@ -127,3 +127,35 @@ describe("the pasted-hint corpus: the book's Python lines", function()
     assert.truthy(has(out, "`clear` is not a command here: Ctrl-L clears the terminal"), out)
   end)
 end)
+
+-- docs/shell.md's table of spellings is what the hints give: each typed
+-- spelling of a row, translated, contains the row's Lua spelling at the
+-- same position.
+describe("docs/shell.md's table of Python spellings", function()
+  package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+  local pyhints = require("gshell.pyhints")
+  local doc = R.read_file("docs/shell.md")
+  local tbl = doc:match("| typed | the hint's Lua |\n| %-%-%- | %-%-%- |\n(.-)\n\n")
+  local function codes(cell)
+    local t = {}
+    for c in cell:gmatch("`([^`]+)`") do t[#t + 1] = c end
+    return t
+  end
+  it("is found, with its rows", function()
+    assert.truthy(tbl, "no table in docs/shell.md")
+    assert.is_true(select(2, tbl:gsub("\n", "")) >= 20)
+  end)
+  for row in (tbl or ""):gmatch("[^\n]+") do
+    local typed, lua = row:match("^| (.-) | (.-) |$")
+    it(typed, function()
+      local ins, outs = codes(typed), codes(lua)
+      assert.is_true(#ins > 0 and #outs > 0, row)
+      for i, py in ipairs(ins) do
+        if outs[i] then
+          local got = pyhints.translate(py)
+          assert.truthy(got and has(got, outs[i]), py .. " -> " .. tostring(got) .. ", the table says " .. outs[i])
+        end
+      end
+    end)
+  end
+end)

@@ -513,7 +513,7 @@ local function ensure_devices(lesson)
   if t.cuda.device_count() == 0 and t._sim_configure then
     t._sim_configure(need)
     out(string.format("(No CUDA device here: this lesson uses %d SIMULATED CUDA devices, backed by host memory. " ..
-      "They behave like GPUs (separate memories, copies, errors) but are not faster.)\n", need))
+      "%s)\n", need, require("gshell.sim_speed").banner))
   end
 end
 

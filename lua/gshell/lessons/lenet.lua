@@ -431,12 +431,9 @@ mode 'error' proves. y_hat == y is `y_hat:eq(y)` in Lua.]],
     },
     {
       title = "The CPU against the GPU",
-      explain = [[
-d2l.Timer() starts when made; timer:stop() returns the seconds since. Train
-one epoch on each device: train_ch6 moves the net there. Simulated GPUs
-compute with this machine's CPU cores, so their times say little about a
-real GPU, where LeNet's convolutions run many times faster than on a CPU
-and every wait leaves the GPU idle while the host catches up.]],
+      -- the words about simulated GPUs' speed live in gshell.sim_speed
+      explain = "d2l.Timer() starts when made; timer:stop() returns the seconds since. Train\n" ..
+        "one epoch on each device: train_ch6 moves the net there.\n" .. require("gshell.sim_speed").compare,
       task = "Set `secs = {}; for _, dev in ipairs({torch.device('cpu'), try_gpu()}) do local timer = d2l.Timer(); " ..
         "d2l.train_ch6(net, train_small, test_small, 1, 0.9, dev); secs[tostring(dev)] = timer:stop() end`.",
       setup = TRAINING,
