@@ -157,8 +157,7 @@ local function check_setup_list(setup, where)
     if type(pair) ~= "table" then bad(where, at, "a pair {name, expression}", pair) end
     if type(pair[1]) ~= "string" or not pair[1]:match("^[%a_][%w_]*%s*$")
        and not pair[1]:match("^[%a_][%w_]*%s*,[%w_,%s]*[%w_]$") then
-      bad(where, at .. "[1]", "a variable's name (or names with commas, for an expression giving several values)",
-        pair[1])
+      bad(where, at .. "[1]", "a variable's name", pair[1])
     end
     if type(pair[2]) ~= "string" then bad(where, at .. "[2]", "an expression in a string", pair[2]) end
   end

@@ -179,12 +179,15 @@ static void call_name(lua_State *L, const char *what, char *buf, size_t len) {
   int user = user_level(L);
   int first = user > 0 ? user - 1 : 0;
   for (int level = first; level >= 0 && lua_getstack(L, level, &ar); level--) {
-    if (!lua_getinfo(L, "n", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
+    if (!lua_getinfo(L, "nS", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
     if (strcmp(ar.name, "print") == 0) { snprintf(buf, len, "print"); return; }
     char outer[64];
     snprintf(outer, sizeof outer, "%s", ar.name);
-    for (int inner = 0; inner < level && lua_getstack(L, inner, &ar); inner++) {
-      if (!lua_getinfo(L, "n", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
+    /* a helper written in Lua (not pcall, not a C function): the innermost
+     * named call under it, skipping internal halves such as _save */
+    int lua_helper = ar.what && strcmp(ar.what, "Lua") == 0;
+    for (int inner = 0; lua_helper && inner < level && lua_getstack(L, inner, &ar); inner++) {
+      if (!lua_getinfo(L, "n", &ar) || !ar.name || ar.name[0] == '_') continue;
       if (strcmp(ar.name, outer) != 0) { snprintf(buf, len, "%s() -> %s()", outer, ar.name); return; }
       break;
     }
