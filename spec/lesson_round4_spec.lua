@@ -76,8 +76,11 @@ describe("the lenet lesson", function()
   end)
 
   it("says why a simulated GPU can finish first, in the banner and at the last step", function()
-    package.path = "lua/?.lua;" .. package.path
+    -- (the search path restored at once: busted runs every spec in one Lua)
+    local saved = package.path
+    package.path = "lua/?.lua;" .. saved
     local sim = require("gshell.sim_speed")
+    package.path = saved
     local out = lenet_at(16, { "" })
     assert.truthy(has(out, sim.banner), out)
     assert.truthy(has(out, "the host only queues the\nwork, so it loads the next batch while the device computes"), out)

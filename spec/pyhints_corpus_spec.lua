@@ -132,8 +132,15 @@ end)
 -- spelling of a row, translated, contains the row's Lua spelling at the
 -- same position.
 describe("docs/shell.md's table of Python spellings", function()
-  package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+  -- the shell's modules from lua/, with the search path restored at once
+  -- (busted runs every spec in one Lua: a lasting lua/ path would load
+  -- lua/torch/*.lua in place of the built torch for the specs after this)
+  local saved = package.path
+  package.path = "lua/?.lua;" .. saved
   local pyhints = require("gshell.pyhints")
+  require("gshell.pysigs")
+  require("gshell.docs")  -- (pysigs looks methods up there, lazily)
+  package.path = saved
   local doc = R.read_file("docs/shell.md")
   local tbl = doc:match("| typed | the hint's Lua |\n| %-%-%- | %-%-%- |\n(.-)\n\n")
   local function codes(cell)
