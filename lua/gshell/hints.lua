@@ -70,7 +70,7 @@ end
 function M.after_error(env, src, msg)
   local out, seen = {}, {}
   if type(src) ~= "string" then return out end
-  for _, h in ipairs(require("gshell.pyhints").after_runtime_error(src, msg)) do out[#out + 1] = h end
+  for _, h in ipairs(require("gshell.pyhints").after_runtime_error(src, msg, env)) do out[#out + 1] = h end
   -- obj.method( where obj is a name or a dotted chain of names
   for obj, name, paren in src:gmatch("([%a_][%w_]*[%w_%.]*)%.([%a_][%w_]*)%s*(%b())") do
     local v = lookup(env, obj)
@@ -139,6 +139,8 @@ function M.drop_colon_clause(msg, hint_lines)
     local name = h:match("^hint: `[^`]-%.([%a_][%w_]*)%(.-` calls the method without its object")
     if name then
       msg = msg:gsub("; a method needs its tensor before a colon: write `x:" .. name .. "%(%.%.%.%)`, not `x%." ..
+        name .. "%(%.%.%.%)`", "", 1)
+      msg = msg:gsub("; a method needs its module before a colon: write `net:" .. name .. "%(%.%.%.%)`, not `net%." ..
         name .. "%(%.%.%.%)`", "", 1)
     end
   end

@@ -348,8 +348,22 @@ function M.check_expectation(e, ctx)
     if not M.same_value(got, want) then return false, nil end
     return true
   end
-  if e.check then return e.check(ctx) end
+  if e.check then return M.run_check(e.check, ctx) end
   return false, "this step's expectation is malformed (no var, error, result or check)"
+end
+
+-- "✗ Not yet" with no hint: a check that returned a plain `false`. A
+-- check returning `false, nil` stays quiet (the cell was about something
+-- else).
+M.NOT_YET = setmetatable({}, { __name = "lesson.NOT_YET" })
+
+-- Runs a check function: true, or false and its hint (M.NOT_YET when it
+-- returned false alone).
+function M.run_check(fn, ctx)
+  local r = table.pack(fn(ctx))
+  if r[1] then return true end
+  if r.n < 2 then return false, M.NOT_YET end
+  return false, r[2]
 end
 
 -- Checks a step after a cell. Returns true, or false and a hint (or nil).
@@ -369,7 +383,7 @@ function M.check_step(step, ctx)
     end
   end
   if type(step.check) == "function" then
-    local ok, h = step.check(ctx)
+    local ok, h = M.run_check(step.check, ctx)
     if not ok then return false, h end
   end
   -- every expectation must hold; the hint is the first one a failing
@@ -416,16 +430,25 @@ function Run:setup_step(st)
   end
   local made = {}
   for _, pair in ipairs(st.setup or {}) do
+    -- "a, b" names the values of one expression (the data set's two
+    -- loaders come from one load); only the missing names are set
     local var, expr = pair[1], pair[2]
-    if env[var] == nil then
+    local names, missing = {}, false
+    for name in var:gmatch("[%a_][%w_]*") do
+      names[#names + 1] = name
+      missing = missing or env[name] == nil
+    end
+    if missing then
       local fn, err = load("return " .. expr, "=(lesson setup)", "t", env)
-      local ok, v
-      if fn then ok, v = pcall(fn) else ok, v = false, err end
-      if not ok then
-        out("lesson: could not make ", var, " for this step: ", tostring(v), "\n")
+      local r
+      if fn then r = table.pack(pcall(fn)) else r = { false, err } end
+      if not r[1] then
+        out("lesson: could not make ", var, " for this step: ", tostring(r[2]), "\n")
         return
       end
-      env[var] = v  -- as the learner's `var = ...` would
+      for k, name in ipairs(names) do
+        if env[name] == nil then env[name] = r[k + 1] end  -- as the learner's `name = ...` would
+      end
       made[#made + 1] = var .. " = " .. expr
     end
   end
@@ -470,6 +493,8 @@ function Run:after_cell(ctx)
   if passed then
     out("✓ ", (st.done or "Right."):gsub("^%s+", ""):gsub("%s+$", ""), "\n")
     self:advance()
+  elseif hint == M.NOT_YET then
+    out("✗ Not yet.\n")
   elseif type(hint) == "string" then
     out("✗ Not yet: ", hint, "\n")
   elseif hint ~= nil then
@@ -488,7 +513,7 @@ local function ensure_devices(lesson)
   if t.cuda.device_count() == 0 and t._sim_configure then
     t._sim_configure(need)
     out(string.format("(No CUDA device here: this lesson uses %d SIMULATED CUDA devices, backed by host memory. " ..
-      "They behave like GPUs (separate memories, copies, errors) but are not faster.)\n", need))
+      "%s)\n", need, require("gshell.sim_speed").banner))
   end
 end
 

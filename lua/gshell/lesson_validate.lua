@@ -98,13 +98,22 @@ local function opt(v, ty, where, field, expected)
   if v ~= nil and type(v) ~= ty then bad(where, field, expected, v) end
 end
 
+-- A device's name as tostring(x.device) gives it: "cpu", "cuda", "cuda:N".
+-- Another ("gpu0", "cuda0") could never match, so the check could never pass.
+local function device_name(v, where, field)
+  if type(v) ~= "string" then bad(where, field, "a device name like \"cuda:0\"", v) end
+  if not (v == "cpu" or v == "cuda" or v:match("^cuda:%d+$")) then
+    error({ msg = string.format("%s%s is \"%s\", not a device name: devices are named \"cpu\", \"cuda\" or " ..
+      "\"cuda:N\" (as tostring(x.device) gives them), so it could never match", where, field, v) }, 0)
+  end
+end
+
 -- A device name, a list of names, or a function returning one.
 local function device_spec(v, where, field)
-  if v == nil or type(v) == "string" or type(v) == "function" then return end
+  if v == nil or type(v) == "function" then return end
+  if type(v) == "string" then return device_name(v, where, field) end
   if type(v) == "table" then
-    for i = 1, list_length(v, where, field) do
-      if type(v[i]) ~= "string" then bad(where, field .. "[" .. i .. "]", "a device name like \"cuda:0\"", v[i]) end
-    end
+    for i = 1, list_length(v, where, field) do device_name(v[i], where, field .. "[" .. i .. "]") end
     return
   end
   bad(where, field, "a device name like \"cuda:0\", a list of names or a function returning one", v)
@@ -146,7 +155,8 @@ local function check_setup_list(setup, where)
     local pair = setup[i]
     local at = string.format("`setup`[%d]", i)
     if type(pair) ~= "table" then bad(where, at, "a pair {name, expression}", pair) end
-    if type(pair[1]) ~= "string" or not pair[1]:match("^[%a_][%w_]*$") then
+    if type(pair[1]) ~= "string" or not pair[1]:match("^[%a_][%w_]*%s*$")
+       and not pair[1]:match("^[%a_][%w_]*%s*,[%w_,%s]*[%w_]$") then
       bad(where, at .. "[1]", "a variable's name", pair[1])
     end
     if type(pair[2]) ~= "string" then bad(where, at .. "[2]", "an expression in a string", pair[2]) end

@@ -483,7 +483,7 @@ function Session:run_cell(src, opts)
   if not fn then
     if silent == "incomplete" then return "incomplete" end
     self.err(silent)
-    local hs = require("gshell.pyhints").after_syntax_error(src, silent, opts.first_line)
+    local hs = require("gshell.pyhints").after_syntax_error(src, silent, opts.first_line, self.env)
     for _, h in ipairs(hs) do self.err(h) end
     self:after_cell(src, opts, { status = "error", err = silent, hints = hs })
     return "error"

@@ -405,8 +405,12 @@ function Profile:table(opts)
   local function share(ns) return self.duration_ns > 0 and 100 * ns / self.duration_ns or 0 end
   for _, l in ipairs(self:lanes()) do
     local line = string.format("%s busy: %s (%.0f%%)", M.lane_label(l.lane), fmt_time(l.busy_ns), share(l.busy_ns))
-    if l.wait_ns > 0 then -- a hidden synchronisation is time the host did nothing else
-      line = line .. string.format(", waiting for devices: %s (%.0f%%)", fmt_time(l.wait_ns), share(l.wait_ns))
+    if l.wait_ns > 0 then
+      -- a hidden synchronisation is time the host did nothing else: it is
+      -- part of the busy time, so the line splits that time in two
+      local work = math.max(0, l.busy_ns - l.wait_ns)
+      line = line .. string.format(": %s (%.0f%%) of it waiting for devices, %s (%.0f%%) running code and queuing work",
+        fmt_time(l.wait_ns), share(l.wait_ns), fmt_time(work), share(work))
     end
     out[#out + 1] = line
   end

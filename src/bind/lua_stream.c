@@ -154,15 +154,27 @@ static void user_where(lua_State *L, char *buf, size_t len) {
 /* The synchronising call as the user wrote it: the function their frame
  * called ("item()", "synchronize()" for Stream:synchronize, whose C half
  * has another name), "print" for a __tostring run by print, else the
- * engine's description ("a copy to the host"). */
+ * engine's description ("a copy to the host"). When that function is a
+ * library helper, the call inside it that waited follows:
+ * "evaluate_accuracy_gpu() -> item()". */
 static void call_name(lua_State *L, const char *what, char *buf, size_t len) {
   lua_Debug ar;
   int user = user_level(L);
   int first = user > 0 ? user - 1 : 0;
   for (int level = first; level >= 0 && lua_getstack(L, level, &ar); level--) {
-    if (!lua_getinfo(L, "n", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
-    if (strcmp(ar.name, "print") == 0) snprintf(buf, len, "print");
-    else snprintf(buf, len, "%s()", ar.name);
+    if (!lua_getinfo(L, "nS", &ar) || !ar.name || strncmp(ar.name, "__", 2) == 0) continue;
+    if (strcmp(ar.name, "print") == 0) { snprintf(buf, len, "print"); return; }
+    char outer[64];
+    snprintf(outer, sizeof outer, "%s", ar.name);
+    /* a helper written in Lua (not pcall, not a C function): the innermost
+     * named call under it, skipping internal halves such as _save */
+    int lua_helper = ar.what && strcmp(ar.what, "Lua") == 0;
+    for (int inner = 0; lua_helper && inner < level && lua_getstack(L, inner, &ar); inner++) {
+      if (!lua_getinfo(L, "n", &ar) || !ar.name || ar.name[0] == '_') continue;
+      if (strcmp(ar.name, outer) != 0) { snprintf(buf, len, "%s() -> %s()", outer, ar.name); return; }
+      break;
+    }
+    snprintf(buf, len, "%s()", outer);
     return;
   }
   snprintf(buf, len, "%s", what);

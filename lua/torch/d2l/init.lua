@@ -558,7 +558,9 @@ function d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr, device)
   net:to(device)
   local optimizer = torch.optim.SGD(net:parameters(), { lr = lr })
   local loss = nn.CrossEntropyLoss()
-  local animator = d2l.Animator({ xlabel = "epoch", xlim = { 1, num_epochs },
+  -- the book's xlim is {1, num_epochs}; one epoch's points lie in (0, 1],
+  -- so a single epoch starts its axis at 0 rather than cutting them off
+  local animator = d2l.Animator({ xlabel = "epoch", xlim = { num_epochs == 1 and 0 or 1, num_epochs },
     legend = { "train loss", "train acc", "test acc" } })
   local timer, num_batches = d2l.Timer(), len_of(train_iter)
   local metric, train_l, train_acc, test_acc

@@ -536,6 +536,23 @@ Module.bfloat16 = cast("bfloat16")
 Module.state_dict = state.state_dict
 Module.load_state_dict = state.load_state_dict
 
+-- A module method called with a dot (`net.parameters()`, `net.to(dev)`)
+-- gets no module as self: say so, naming the colon form, in the error
+-- itself so the fix survives pcall and nested calls (as tensor methods
+-- do in src/bind). `extend` is called on classes; metamethods by Lua.
+for k, f in pairs(Module) do
+  -- (state_dict and load_state_dict stay state_dict.lua's own functions)
+  if type(f) == "function" and k:sub(1, 2) ~= "__" and k ~= "extend" and k ~= "state_dict" and k ~= "load_state_dict" then
+    Module[k] = function(self, ...)
+      if type(self) ~= "table" or rawget(self, "_modules") == nil then
+        fail(string.format("%s: expected a module before the colon, got %s; a method needs its module before "
+          .. "a colon: write `net:%s(...)`, not `net.%s(...)`", k, require("torch.utils.errors").describe(self), k, k))
+      end
+      return f(self, ...)
+    end
+  end
+end
+
 -- Marks the root so is_module can recognise instances of every class.
 Module.__is_module = true
 Module.__name = "Module"

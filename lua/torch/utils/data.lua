@@ -165,7 +165,15 @@ D.default_collate = default_collate
 -- ----------------------------------------------------------- DataLoader
 
 local DataLoader = {}
-DataLoader.__index = DataLoader
+-- A loader is not a list: `ipairs(loader)` (Python's `for X, y in
+-- loader`) would run zero times without a word, so it raises at once.
+function DataLoader.__index(self, k)
+  if type(k) == "number" then
+    fail("a DataLoader is not a list (ipairs over it would run zero times): loop over it with "
+      .. "`for batch in loader do local X, y = batch[1], batch[2] ... end` or `for i, X, y in loader:enumerate() do`")
+  end
+  return DataLoader[k]
+end
 DataLoader.__name = "DataLoader"
 D.DataLoader = DataLoader
 D.DistributedSampler = require("torch.utils.sampler")
@@ -278,6 +286,25 @@ local function next_batch(self, epoch)
   return self:_fetch(idx)
 end
 
+-- `for X, y in loader do` binds X to the whole batch and y to the second
+-- value the loop gets: that value (ignored by `for batch in loader do`)
+-- and the batch list's fields name the fix when used.
+local LOOP_FIX = "write `for i, X, y in loader:enumerate() do` (i from 1), or `for batch in loader do "
+  .. "local X, y = batch[1], batch[2] ... end`"
+local function misuse() fail("`for X, y in loader do` gives X the whole batch {X, y} and y nothing: " .. LOOP_FIX) end
+local NOT_Y = setmetatable({}, {
+  __index = misuse, __newindex = misuse, __call = misuse, __tostring = misuse, __concat = misuse, __len = misuse,
+  __add = misuse, __sub = misuse, __mul = misuse, __div = misuse, __unm = misuse, __eq = misuse, __lt = misuse,
+  __le = misuse, __name = "not a label: see the loop",
+})
+local BATCH_LIST = {
+  __index = function(_, k)
+    if type(k) == "string" then
+      fail(string.format("a batch is a list {X, y}, not a tensor: it has no field '%s'; %s", k, LOOP_FIX))
+    end
+  end,
+}
+
 -- for batch in loader do ... end: each loop is a new epoch (reshuffled
 -- when shuffle is set). loader:iter() gives the same as an iterator function.
 function DataLoader:__call(_, prev)
@@ -292,6 +319,9 @@ function DataLoader:__call(_, prev)
   if batch ~= nil then
     if type(batch) == "table" or type(batch) == "userdata" then self._epochs[batch] = epoch end
     self._last = epoch
+  end
+  if type(batch) == "table" and getmetatable(batch) == nil and is_list(batch) then
+    return setmetatable(batch, BATCH_LIST), NOT_Y
   end
   return batch
 end
