@@ -156,6 +156,16 @@ local function nice_step(span, n)
   return step * p
 end
 
+-- A linear axis's tick label: fixed-point while that stays short; else
+-- (1e-200, 1e200) as many significant digits as tell the ticks apart
+-- (string.format refuses more than 99 decimals).
+local function tick_label(v, step, decimals)
+  if decimals <= 12 and math.abs(v) < 1e15 then return string.format("%." .. decimals .. "f", v) end
+  if v == 0 then return "0" end
+  local sig = math.floor(math.log(math.abs(v), 10)) - math.floor(math.log(step, 10)) + 1
+  return string.format("%." .. math.max(1, math.min(17, sig)) .. "g", v)
+end
+
 -- The shown range (in transformed units) and the ticks of one axis:
 -- lo, hi, ticks = {{pos = transformed, label = text}, ...}; about nticks
 -- ticks (default 4) on a linear axis.
@@ -178,7 +188,7 @@ function Chart:axis(key, nticks)
       if scale == "log" then lo, hi = lo / 2, hi * 2 else lo, hi = lo - d, hi + d end
     elseif key == "y" and scale == "linear" then
       -- matplotlib's 5% margin, so curves do not run along the frame
-      local m = (hi - lo) * 0.05
+      local m = hi * 0.05 - lo * 0.05 -- not (hi - lo) * 0.05: that overflows for -1e308..1e308
       lo, hi = lo - m, hi + m
     end
   end
@@ -190,13 +200,15 @@ function Chart:axis(key, nticks)
         or string.format("1e%d", e) }
     end
   else
-    local step = nice_step(thi - tlo, nticks or 4)
+    -- a span past the largest double is measured in halves
+    local span = thi - tlo
+    local step = span < math.huge and nice_step(span, nticks or 4) or nice_step(thi / 2 - tlo / 2, nticks or 4) * 2
     local first = math.ceil(tlo / step - 1e-9)
     local decimals = math.max(0, -math.floor(math.log(step, 10) + 1e-9))
     for k = first, math.floor(thi / step + 1e-9) do
       local v = k * step
       if math.abs(v) < step * 1e-9 then v = 0 end
-      ticks[#ticks + 1] = { pos = v, label = string.format("%." .. decimals .. "f", v) }
+      ticks[#ticks + 1] = { pos = v, label = tick_label(v, step, decimals) }
     end
   end
   return tlo, thi, ticks
