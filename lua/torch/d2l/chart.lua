@@ -73,13 +73,25 @@ end
 Chart.option_names = { "xlabel", "ylabel", "legend", "xlim", "ylim", "xscale", "yscale", "fmts", "title",
   "figsize", "width", "height" }
 
+-- Text a picture shows (title, labels, legend names) without C0 control
+-- characters or DEL: raw, "\27]0;...\7" would retitle the terminal and
+-- "\27[2J" clear it, and any of them makes the SVG invalid XML. Line
+-- breaks and tabs become spaces, the others U+FFFD.
+function Chart.clean_text(v)
+  if type(v) ~= "string" then return v end
+  return (v:gsub("[%z\1-\31\127]", function(c)
+    if c == "\n" or c == "\r" or c == "\t" then return " " end
+    return "\u{FFFD}"
+  end))
+end
+
 function Chart.new(opts, who)
   who = who or "Chart"
   opts = opts or {}
   if type(opts) ~= "table" then fail(who .. ": expected an options table, got " .. type(opts)) end
   check_options(opts, who, Chart.option_names)
   local self = setmetatable({
-    xlabel = opts.xlabel, ylabel = opts.ylabel, title = opts.title,
+    xlabel = Chart.clean_text(opts.xlabel), ylabel = Chart.clean_text(opts.ylabel), title = Chart.clean_text(opts.title),
     legend = opts.legend or {},
     xlim = check_lim(opts.xlim, "xlim", who), ylim = check_lim(opts.ylim, "ylim", who),
     xscale = check_scale(opts.xscale, "xscale", who), yscale = check_scale(opts.yscale, "yscale", who),
@@ -91,6 +103,9 @@ function Chart.new(opts, who)
     width = opts.width, height = opts.height,
   }, Chart)
   if type(self.legend) ~= "table" then fail(who .. ": legend must be a list of names") end
+  local legend = {}
+  for i, name in pairs(self.legend) do legend[i] = Chart.clean_text(name) end
+  self.legend = legend
   if type(self.fmts) == "string" then self.fmts = { self.fmts } end
   for _, f in ipairs(self.fmts) do Chart.parse_fmt(f, who) end
   return self

@@ -101,7 +101,7 @@ function M.show_images(imgs, num_rows, num_cols, opts)
   local grid = setmetatable({ images = {}, titles = {}, rows = num_rows, cols = num_cols, scale = scale }, Grid)
   for k = 1, math.min(#list, num_rows * num_cols) do
     grid.images[k] = image_of(list[k], k)
-    grid.titles[k] = titles and titles[k] and tostring(titles[k]) or nil
+    grid.titles[k] = titles and titles[k] and require("torch.d2l.chart").clean_text(tostring(titles[k])) or nil
   end
   display.display(grid)
 end
