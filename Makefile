@@ -204,7 +204,7 @@ fuzz-build:
 	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz
 # one fuzzer per loader: fuzz/NAME_fuzz.c (the IDX one: data sets, issue 21)
 $(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz: $(FUZZ_DIR)/%_fuzz: fuzz/%_fuzz.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lz -lm -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lz -lpng -lm -lpthread
 $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
