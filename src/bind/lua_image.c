@@ -9,24 +9,36 @@
 #include "io/gs_idx.h"
 #include "io/gs_image.h"
 
-/* torch._read_idx(path): the file's contents as a CPU uint8 tensor. */
+/* The cap of the read about to start: the optional argument at index i
+ * (torchvision.datasets.max_bytes), else gs_idx.h's default; set for
+ * every read, so no earlier call's cap lingers. */
+static void set_cap(lua_State *L, int i) {
+  lua_Integer v = luaL_optinteger(L, i, (lua_Integer)GS_IDX_DEFAULT_MAX_BYTES);
+  luaL_argcheck(L, v > 0, i, "expected a positive number of bytes");
+  gs_idx_max_bytes((uint64_t)v);
+}
+
+/* torch._read_idx(path[, max_bytes]): the file's contents as a CPU uint8
+ * tensor. */
 static int l_read_idx(lua_State *L) {
   size_t n;
   const char *path = luaL_checklstring(L, 1, &n);
   if (strlen(path) != n) return luaL_error(L, "torch._read_idx: the path contains a NUL byte");
+  set_cap(L, 2);
   gs_tensor *x;
   if (gs_idx_read(path, &x) != GS_OK) return luaL_error(L, "%s", gs_last_error());
   gsL_pushtensor(L, x);
   return 1;
 }
 
-/* torch._read_idx_cached(path, cache_dir) -> tensor, hit: path read
+/* torch._read_idx_cached(path, cache_dir[, max_bytes]) -> tensor, hit: path read
  * through its decompressed copy in cache_dir (gs_idx_read_cached). */
 static int l_read_idx_cached(lua_State *L) {
   size_t n, m;
   const char *path = luaL_checklstring(L, 1, &n);
   const char *cache = luaL_checklstring(L, 2, &m);
   if (strlen(path) != n || strlen(cache) != m) return luaL_error(L, "torch._read_idx_cached: a path contains a NUL byte");
+  set_cap(L, 3);
   gs_tensor *x;
   bool hit;
   if (gs_idx_read_cached(path, cache, &x, &hit) != GS_OK) return luaL_error(L, "%s", gs_last_error());
@@ -45,15 +57,6 @@ static int l_idx_cache_path(lua_State *L) {
   if (!p) return luaL_error(L, "%s", gs_last_error());
   lua_pushstring(L, p);
   free(p);
-  return 1;
-}
-
-/* torch._idx_max_bytes([n]) -> the previous cap: the most bytes of data
- * an IDX file may announce (gs_idx_max_bytes); no argument only reads it. */
-static int l_idx_max_bytes(lua_State *L) {
-  lua_Integer v = luaL_optinteger(L, 1, 0);
-  luaL_argcheck(L, v >= 0, 1, "expected a positive number of bytes");
-  lua_pushinteger(L, (lua_Integer)gs_idx_max_bytes((uint64_t)v));
   return 1;
 }
 
@@ -81,6 +84,6 @@ static int l_resize_bilinear(lua_State *L) {
 void gsL_open_image(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"_read_idx", l_read_idx}, {"_read_idx_cached", l_read_idx_cached},
-    {"_idx_cache_path", l_idx_cache_path}, {"_idx_max_bytes", l_idx_max_bytes}, {"_file_kind", l_file_kind}, {"_resize_bilinear", l_resize_bilinear}, {NULL, NULL}};
+    {"_idx_cache_path", l_idx_cache_path}, {"_file_kind", l_file_kind}, {"_resize_bilinear", l_resize_bilinear}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

@@ -93,10 +93,9 @@ local function read(path, want_dims, what)
   if math.type(M.max_bytes) ~= "integer" or M.max_bytes < 1 then
     fail("torchvision.datasets.max_bytes must be a positive integer (bytes), got " .. E.describe(M.max_bytes))
   end
-  torch._idx_max_bytes(M.max_bytes)
   local ok, x
-  if M.cache_dir and path:match("%.gz$") then ok, x = pcall(torch._read_idx_cached, path, M.cache_dir)
-  else ok, x = pcall(torch._read_idx, path) end
+  if M.cache_dir and path:match("%.gz$") then ok, x = pcall(torch._read_idx_cached, path, M.cache_dir, M.max_bytes)
+  else ok, x = pcall(torch._read_idx, path, M.max_bytes) end
   if not ok then fail(tostring(x)) end
   if x:dim() ~= want_dims then
     fail(string.format("%s: expected an IDX %s file (%d dims, magic 00 00 08 0%d), got %d dims", path, what, want_dims,
