@@ -62,7 +62,10 @@ describe("products cut to BLAS's 32-bit sizes", function()
     assert.are.same({ 0.5, 6.5, 0.5 }, y:reshape(-1):tolist())
   end)
 
-  it("a refused BLAS call is noticed, not ignored", function()
+  -- (not under TSAN: its spec interpreter links OpenBLAS itself, so
+  -- OpenBLAS's own xerbla_ is found before torch.so's; gshell and stock
+  -- lua5.4 do not)
+  H.not_under_tsan_it(it, pending, "the TSAN lua5.4 links OpenBLAS")("a refused BLAS call is noticed, not ignored", function()
     assert.is_true(torch._blas_refusal_selftest() > 0)
   end)
 
