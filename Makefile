@@ -9,6 +9,8 @@
 #   make fuzz          builds and runs the safetensors fuzzer (fuzz/run.sh;
 #                      FUZZ_SECONDS=60 FUZZ_JOBS=1; FUZZ_TARGET=idx fuzzes
 #                      the data sets' IDX reader instead)
+#   make fuzz-smoke    both fuzzers' targets replayed over their seeds with
+#                      this build's objects (seconds; CI runs it)
 # CFLAGS, CPPFLAGS and LDFLAGS given on the command line are added after
 # the build's own flags (so `make CFLAGS=-O0` lowers the optimisation but
 # keeps the includes and warnings).
@@ -103,7 +105,7 @@ ifeq ($(CUDA),1)
   ENGINE_OBJS += $(CU_OBJS)
 endif
 
-.PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build fuzz-api
+.PHONY: all deps test bench clean gpu-bundle fuzz fuzz-build fuzz-api fuzz-smoke
 all: deps $(BUILD)/gshell $(BUILD)/torch.so $(BUILD)/torchvision.so $(if $(filter 1,$(TSAN)),$(BUILD)/bin/lua5.4)
 
 deps:
@@ -207,6 +209,8 @@ FUZZ_DIR     := build-fuzz
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Isrc $(LUA_INC) $(CPPFLAGS) $(CFLAGS)
 FUZZ_OBJS    := $(patsubst src/%.c,$(FUZZ_DIR)/obj/%.o,$(filter-out src/bind/%.c,$(ENGINE_SRCS)))
+# the engine's libraries without Lua: the fuzzers and `make fuzz-smoke` link these
+FUZZ_LIBS    := -lopenblas -lz -lpng -lm -lpthread
 
 fuzz:
 	sh fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGET)
@@ -215,7 +219,20 @@ fuzz-build:
 	@$(MAKE) --no-print-directory $(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz
 # one fuzzer per loader: fuzz/NAME_fuzz.c (the IDX one: data sets, issue 21)
 $(FUZZ_DIR)/safetensors_fuzz $(FUZZ_DIR)/idx_fuzz: $(FUZZ_DIR)/%_fuzz: fuzz/%_fuzz.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ -lopenblas -lz -lm -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
+# `make fuzz-smoke`: each fuzz target with fuzz/replay.c's main instead of
+# libFuzzer, linked from this build's engine objects and FUZZ_LIBS, run
+# over its seed corpus: seconds, in CI (.ci/run), so a fuzzer that no
+# longer builds, links or runs is noticed without the clang build
+FUZZ_SMOKE_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/bind/%.c,$(ENGINE_SRCS))) $(CU_OBJS)
+FUZZ_SMOKE_LIBS := $(FUZZ_LIBS) $(if $(filter 1,$(CUDA)),-L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++)
+fuzz-smoke: $(BUILD)/fuzz-smoke/safetensors $(BUILD)/fuzz-smoke/idx
+	$(BUILD)/fuzz-smoke/safetensors fuzz/corpus
+	$(BUILD)/fuzz-smoke/idx fuzz/corpus_idx
+$(BUILD)/fuzz-smoke/%: fuzz/%_fuzz.c fuzz/replay.c $(FUZZ_SMOKE_OBJS) | deps
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(GS_CFLAGS) $(CFLAGS) -Wno-missing-prototypes $(LDFLAGS) -o $@ fuzz/$*_fuzz.c fuzz/replay.c \
+	  $(FUZZ_SMOKE_OBJS) $(FUZZ_SMOKE_LIBS)
 $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<

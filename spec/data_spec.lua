@@ -141,6 +141,42 @@ describe("DataLoader", function()
       "batch_size should be a positive integer value, but got batch_size=0")
     H.errors(function() data.DataLoader(42) end, "expected a dataset")
   end)
+
+  -- issue 33
+  it("has one batch for a batch_size of 2^63 - 1 (PyTorch: 1; the sum overflowed to -1)", function()
+    assert.are.equal(1, #data.DataLoader(dataset(3), { batch_size = math.maxinteger }))
+    assert.are.equal(0, #data.DataLoader(dataset(3), { batch_size = math.maxinteger, drop_last = true }))
+    local n = 0
+    for b in data.DataLoader(dataset(3), { batch_size = math.maxinteger }) do n = n + 1; assert.are.same({ 1, 2, 3 }, ids(b)) end
+    assert.are.equal(1, n)
+  end)
+
+  it("keeps nested loops apart when collate_fn returns one shared object (9 pairs, not 3)", function()
+    local shared = {}
+    local loader = data.DataLoader(dataset(3), { collate_fn = function() return shared end })
+    local pairs_seen = 0
+    for _ in loader do
+      for _ in loader do pairs_seen = pairs_seen + 1 end
+    end
+    assert.are.equal(9, pairs_seen)
+    -- a loop left by break does not confuse the next one
+    for _ in loader do break end
+    local n = 0
+    for _ in loader do n = n + 1 end
+    assert.are.equal(3, n)
+  end)
+
+  it("checks a sampler list: integers in range, no holes", function()
+    H.errors(function() data.DataLoader(dataset(3), { sampler = { 1.5 } }) end,
+      "DataLoader: sampler entry 1 is the number 1.5; expected an integer index 1..3")
+    H.errors(function() data.DataLoader(dataset(3), { sampler = { 1, 4 } }) end,
+      "DataLoader: sampler entry 2 is the number 4; expected an integer index 1..3")
+    H.errors(function() data.DataLoader(dataset(3), { sampler = { 1, nil, 3 } }) end,
+      "DataLoader: the sampler list has a hole at entry 2 (nil)")
+    local got = {}
+    for b in data.DataLoader(dataset(3), { sampler = { 3, 1 } }) do got[#got + 1] = ids(b)[1] end
+    assert.are.same({ 3, 1 }, got)
+  end)
 end)
 
 describe("user datasets", function()

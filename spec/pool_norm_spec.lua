@@ -363,6 +363,13 @@ describe("pooling, batch norm, interpolate and pad", function()
       assert.truthy(err(function() F.pad(x, { 1 << 40, math.maxinteger }) end):find("does not fit in 64 bits", 1, true))
       assert.truthy(err(function() F.pad(x, { math.mininteger, math.mininteger }) end):find("does not fit in 64 bits", 1, true))
       assert.truthy(err(function() F.pad(x, { 1, 1 }, { mode = "reflect" }) end):find("only 'constant'", 1, true))
+      -- the value must fit the dtype, as torch.full's (issue 33: 300 wrapped to 44 in int8, NaN gave 0)
+      local i8 = torch.zeros(2, { dtype = torch.int8 })
+      assert.truthy(err(function() F.pad(i8, { 1, 1 }, { value = 300 }) end):find(
+        "pad: value cannot be converted to type int8 without overflow: 300", 1, true))
+      assert.truthy(err(function() F.pad(torch.zeros(2, { dtype = torch.int32 }), { 1, 1 }, { value = 0 / 0 }) end):find(
+        "pad: value cannot be converted to type int32 without overflow: nan", 1, true))
+      assert.are.same({ -128, 0, 0, 127 }, F.pad(F.pad(i8, { 1, 0 }, { value = -128 }), { 0, 1 }, { value = 127 }):tolist())
     end)
     it("leave the input untouched", function()
       local before = x:clone()

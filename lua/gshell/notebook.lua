@@ -103,22 +103,27 @@ local function picture_recorder()
     io.stdout:write(obj._repr_line_ and obj:_repr_line_() or tostring(obj), "\n")
   end
   rec.frontend = { display = show, update = show }
-  -- Writes this cell's pictures; returns the Markdown lines linking them.
+  -- Writes this cell's pictures; returns the Markdown lines linking them,
+  -- and the messages of the pictures that could not be drawn (the cell's
+  -- errors: one bad picture must not lose the other cells' output).
   function rec.flush(md_path, n)
-    local links = {}
+    local links, errors = {}, {}
     local dir, stem = md_path:match("^(.-)([^/]*)$")
     stem = stem:gsub("%.[^.]*$", "")
     for k, id in ipairs(rec.order) do
       local obj = rec.last[id]
       if obj._repr_svg_ then
         local name = string.format("%s-%d-%d.svg", stem, n, k)
-        local ok, err = Session.save_text(dir .. name, obj:_repr_svg_())
-        if ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
+        local drawn, svg = pcall(obj._repr_svg_, obj)
+        local ok, err = false, svg
+        if drawn then ok, err = Session.save_text(dir .. name, svg) end
+        if not drawn then errors[#errors + 1] = string.format("picture %d of cell %d: %s", k, n, tostring(svg))
+        elseif ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
         else io.stderr:write("gshell: ", tostring(err), "\n") end
       end
     end
     rec.order, rec.last = {}, {}
-    return links
+    return links, errors
   end
   return rec
 end
@@ -171,7 +176,13 @@ function M.run(path, md_path)
       local out_fence = docheader.fence(shown)
       if shown ~= "" then md[#md + 1] = out_fence .. "output\n" .. shown .. out_fence .. "\n" end
       if pictures then
-        for _, link in ipairs(pictures.flush(md_path, n)) do md[#md + 1] = link end
+        local links, errors = pictures.flush(md_path, n)
+        for _, link in ipairs(links) do md[#md + 1] = link end
+        for _, e in ipairs(errors) do
+          io.stderr:write("gshell: ", e, "\n")
+          md[#md + 1] = "```output\n" .. e .. "\n```\n"
+        end
+        if #errors > 0 and r.status ~= "error" and not cell.raises then failed = failed + 1 end
       end
       if session.exit_code then break end -- os.exit: the notebook ends here, --md is still written
     end

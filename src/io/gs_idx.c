@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,10 +63,22 @@ static gs_status corrupt(gzFile gz, const char *name, const char *where) {
   const char *msg = gz_problem(gz, &code);
   if (code == Z_BUF_ERROR)
     return gs_error("%s: truncated gzip data %s (the compressed stream ends early)", name, where);
+  /* zlib checks the trailer when the member ends, which for a small file
+   * is during the first read: say what failed, not where reading was */
+  if (msg && (strstr(msg, "incorrect data check") || strstr(msg, "incorrect length check")))
+    return gs_error("%s: damaged gzip file: the %s in its trailer does not match the data (zlib: %s)", name,
+                    strstr(msg, "data") ? "CRC-32" : "length", msg);
   return gs_error("%s: corrupt gzip data %s (zlib: %s)", name, where, msg ? msg : "read error");
 }
 
-static gs_status read_gz(gzFile gz, const char *name, bool gzipped, uint64_t file_size, gs_tensor **out) {
+static _Atomic uint64_t max_bytes = GS_IDX_DEFAULT_MAX_BYTES;
+
+uint64_t gs_idx_max_bytes(uint64_t limit) {
+  return limit ? atomic_exchange(&max_bytes, limit) : atomic_load(&max_bytes);
+}
+
+static gs_status read_gz(gzFile gz, const char *name, bool gzipped, uint64_t file_size, gs_tensor **out,
+                         uint32_t *crc, uint64_t *total) {
   uint8_t head[4 + 4 * GS_IDX_MAX_DIMS];
   int64_t got = gz_read_full(gz, head, 4);
   if (got < 0) return corrupt(gz, name, "in the header");
@@ -115,6 +128,11 @@ static gs_status read_gz(gzFile gz, const char *name, bool gzipped, uint64_t fil
     return gs_error("%s: truncated IDX file: the header (%s) announces %llu bytes of data, the file holds %llu",
                     name, dims, (unsigned long long)numel, (unsigned long long)room);
   }
+  uint64_t cap = atomic_load(&max_bytes);
+  if (numel > cap)
+    return gs_error("%s: the IDX header (%s) announces %llu bytes of data, more than gshell's cap of %llu bytes "
+                    "(torchvision.datasets.max_bytes; raise it to read a bigger file)", name, dims,
+                    (unsigned long long)numel, (unsigned long long)cap);
   if (!gzipped && numel < room)
     return gs_error("%s: %llu trailing bytes after the IDX data: the header (%s) announces %llu bytes, "
                     "the file holds %llu", name, (unsigned long long)(room - numel), dims,
@@ -150,6 +168,12 @@ static gs_status read_gz(gzFile gz, const char *name, bool gzipped, uint64_t fil
                     name, trailing >= (1u << 20) ? "at least " : "", (unsigned long long)trailing, dims,
                     (unsigned long long)numel);
   }
+  /* the CRC-32 and length of everything read, for the caller to match
+   * against the gzip trailer */
+  uLong c = crc32_z(0, head, (z_size_t)header);
+  if (numel) c = crc32_z(c, (const Bytef *)gs_tensor_ptr(x), (z_size_t)numel);
+  *crc = (uint32_t)c;
+  *total = header + numel;
   *out = x;
   return GS_OK;
 }
@@ -157,7 +181,8 @@ static gs_status read_gz(gzFile gz, const char *name, bool gzipped, uint64_t fil
 gs_status gs_idx_read_fd(int fd, const char *name, gs_tensor **out) {
   struct stat st;
   if (fstat(fd, &st) != 0) return gs_error("%s: %s", name, strerror(errno));
-  if (!S_ISREG(st.st_mode)) return gs_error("%s: not a regular file", name);
+  if (!S_ISREG(st.st_mode))
+    return gs_error("%s: not a regular file but %s: expected an IDX file", name, gs_file_kind(st.st_mode));
   if (st.st_size == 0)
     return gs_error("%s: empty file: expected an IDX header (magic 00 00 08 0N, then N big-endian sizes)", name);
   uint8_t magic[2] = {0, 0};
@@ -168,93 +193,32 @@ gs_status gs_idx_read_fd(int fd, const char *name, gs_tensor **out) {
   gzFile gz = gzdopen(fd2, "rb");
   if (!gz) { close(fd2); return gs_error("%s: cannot open for reading (out of memory)", name); }
   gzbuffer(gz, 1u << 18);
-  gs_status s = read_gz(gz, name, gzipped, (uint64_t)st.st_size, out);
+  uint32_t crc = 0;
+  uint64_t total = 0;
+  gs_status s = read_gz(gz, name, gzipped, (uint64_t)st.st_size, out, &crc, &total);
   gzclose_r(gz); /* closes fd2 */
+  /* zlib stops at the end of the gzip member and ignores bytes after it
+   * that are not another member: the file must end with this member's
+   * trailer (CRC-32 and length of what was read, little-endian). */
+  uint8_t tail[8];
+  if (s == GS_OK && gzipped &&
+      (st.st_size < 18 || pread(fd, tail, 8, st.st_size - 8) != 8 ||
+       ((uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24) != crc ||
+       ((uint32_t)tail[4] | (uint32_t)tail[5] << 8 | (uint32_t)tail[6] << 16 | (uint32_t)tail[7] << 24) !=
+           (uint32_t)total)) {
+    gs_tensor_release(*out);
+    *out = NULL;
+    return gs_error("%s: bytes after the gzip data: the file must be one gzip member holding the IDX file and "
+                    "nothing after it", name);
+  }
   return s;
 }
 
 gs_status gs_idx_read(const char *path, gs_tensor **out) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO is refused at once instead of waiting for a writer */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return gs_error("%s: %s", path, strerror(errno));
   gs_status s = gs_idx_read_fd(fd, path, out);
   close(fd);
   return s;
-}
-
-/* mkdir -p of the directory part of path; errors are left to the write. */
-static void make_parent_dirs(const char *path) {
-  char *p = strdup(path);
-  if (!p) return;
-  for (char *s = p + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = '\0';
-    mkdir(p, 0755);
-    *s = '/';
-  }
-  free(p);
-}
-
-static bool newer_or_same(const struct stat *a, const struct stat *b) {
-  if (a->st_mtim.tv_sec != b->st_mtim.tv_sec) return a->st_mtim.tv_sec > b->st_mtim.tv_sec;
-  return a->st_mtim.tv_nsec >= b->st_mtim.tv_nsec;
-}
-
-static void write_cache(const char *cache_path, const gs_tensor *x) {
-  uint8_t head[4 + 4 * GS_IDX_MAX_DIMS] = {0, 0, GS_IDX_UBYTE, (uint8_t)x->ndim};
-  for (int d = 0; d < x->ndim; d++) {
-    uint32_t v = (uint32_t)x->shape[d];
-    head[4 + 4 * d] = v >> 24, head[5 + 4 * d] = v >> 16, head[6 + 4 * d] = v >> 8, head[7 + 4 * d] = v;
-  }
-  make_parent_dirs(cache_path);
-  gs_atomic_file f;
-  if (gs_atomic_open(cache_path, &f) != GS_OK) return;
-  size_t n = (size_t)gs_numel(x);
-  if (gs_write_all(f.fd, head, 4 + 4 * (size_t)x->ndim) != 0 ||
-      (n && gs_write_all(f.fd, gs_tensor_ptr(x), n) != 0)) {
-    gs_atomic_abort(&f);
-    return;
-  }
-  gs_atomic_commit(&f);
-}
-
-/* The decompressed cache, mapped rather than read: a fresh process's
- * first load then copies nothing and allocates no fresh memory (reading
- * 47 MB into new pages took 8 to 200 ms here, depending on how fast the
- * host hands out pages). Only a well-formed plain file whose length is
- * exactly its header plus data is mapped; false for anything else, which
- * the reader then reads and reports on. */
-static bool map_plain(const char *path, gs_tensor **out) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  uint8_t head[4 + 4 * GS_IDX_MAX_DIMS];
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, head, 4, 0) == 4 && head[0] == 0 &&
-            head[1] == 0 && head[2] == GS_IDX_UBYTE && head[3] >= 1 && head[3] <= GS_IDX_MAX_DIMS;
-  unsigned ndim = ok ? head[3] : 0;
-  ok = ok && pread(fd, head + 4, 4 * ndim, 4) == (ssize_t)(4 * ndim);
-  int64_t shape[GS_IDX_MAX_DIMS];
-  uint64_t numel = 1, header = 4 + 4 * (uint64_t)ndim;
-  for (unsigned d = 0; ok && d < ndim; d++) {
-    const uint8_t *p = head + 4 + 4 * d;
-    shape[d] = (int64_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
-    ok = !__builtin_mul_overflow(numel, (uint64_t)shape[d], &numel);
-  }
-  ok = ok && numel > 0 && (uint64_t)st.st_size == header + numel &&
-       gs_tensor_map_file(fd, (size_t)st.st_size, (size_t)header, GS_UINT8, (int)ndim, shape, out) == GS_OK;
-  close(fd);
-  return ok;
-}
-
-gs_status gs_idx_read_cached(const char *path, const char *cache_path, gs_tensor **out, bool *hit) {
-  *hit = false;
-  struct stat src, cached;
-  if (stat(path, &src) != 0) return gs_error("%s: %s", path, strerror(errno));
-  if (stat(cache_path, &cached) == 0 && S_ISREG(cached.st_mode) && newer_or_same(&cached, &src) &&
-      (map_plain(cache_path, out) || gs_idx_read(cache_path, out) == GS_OK)) {
-    *hit = true;
-    return GS_OK;
-  }
-  GS_TRY(gs_idx_read(path, out));
-  write_cache(cache_path, *out);
-  return GS_OK;
 }

@@ -26,13 +26,34 @@
  * uint8 tensor shaped as the header says. */
 gs_status gs_idx_read(const char *path, gs_tensor **out);
 
-/* gs_idx_read through a decompressed copy at cache_path (a plain IDX
- * file): when the copy exists, is at least as new as path and reads back
- * valid, it is read instead (no decompression: a plain read of the
- * payload); otherwise path is read and the copy is written atomically for
- * next time (its directory created). Failing to write the copy is not an
- * error (a read-only cache is only slower). *hit: whether the copy was used. */
-gs_status gs_idx_read_cached(const char *path, const char *cache_path, gs_tensor **out, bool *hit);
+/* The most bytes of data a file may announce unless raised with
+ * gs_idx_max_bytes (torchvision.datasets.max_bytes): a gzip file of n
+ * bytes can expand about 1000 times, so without a cap a 20 MB file could
+ * ask for 20 GB. 1 GiB holds every MNIST-style set (EMNIST's largest is
+ * 0.55 GB). */
+#define GS_IDX_DEFAULT_MAX_BYTES ((uint64_t)1 << 30)
+
+/* Sets the cap (limit > 0) and returns the previous one; limit 0 only
+ * reads it. */
+uint64_t gs_idx_max_bytes(uint64_t limit);
+
+/* gs_idx_read through a decompressed copy kept in cache_dir
+ * (gs_idx_cache_path names it after the source's real path). The copy
+ * records the source's identity (size, modification and change times in
+ * ns, inode, device), its real path and a CRC-32 of its own contents;
+ * it is used only when all of them match, and is read (copied into
+ * memory), never mapped, so nothing done to the file later changes a
+ * loaded tensor or can crash the process. Otherwise the source is read
+ * and the copy written atomically for next time (its directory created);
+ * failing to write it is not an error (a read-only cache is only
+ * slower). *hit: whether the copy was used. */
+gs_status gs_idx_read_cached(const char *path, const char *cache_dir, gs_tensor **out, bool *hit);
+
+/* The copy's path for the source at path: cache_dir/datasets/ then the
+ * source's file name (without .gz) and a 64-bit hash of its real path
+ * (symbolic links, "." and ".." resolved). A malloc'd string, or NULL
+ * with the error set when the source cannot be resolved. */
+char *gs_idx_cache_path(const char *path, const char *cache_dir);
 
 /* The same from an open descriptor (not closed, its offset is moved); name
  * is what errors call the file. */

@@ -139,20 +139,27 @@ static gs_status plan_conv(const gs_tensor *x, const gs_tensor *w, const gs_tens
     in[0] = xsh[2]; k[0] = w->shape[2]; s[0] = o->stride[0]; s[1] = o->stride[1];
     d[0] = o->dilation[0]; d[1] = o->dilation[1];
   }
-  for (int i = 2 - nd; i < 2; i++) {
+  /* Sizes come from user numbers (padding, dilation up to 2^63 - 1), so
+   * every sum and product is checked: an overflow wrapped into a small,
+   * wrong output before (issue 33). */
+  int64_t padded[2], span[2], out[2];
+  for (int i = 0; i < 2; i++) {
     int oi = nd == 2 ? i : 0; /* index into the user's per-dim options */
-    if (o->pad_mode == GS_CONV_PAD_EXPLICIT) pad_lo[i] = pad_hi[i] = o->padding[oi];
-    else if (o->pad_mode == GS_CONV_PAD_SAME) {
+    bool over = __builtin_mul_overflow(d[i], k[i] - 1, &span[i]) || __builtin_add_overflow(span[i], 1, &span[i]);
+    if (o->pad_mode == GS_CONV_PAD_EXPLICIT && i >= 2 - nd) pad_lo[i] = pad_hi[i] = o->padding[oi];
+    else if (o->pad_mode == GS_CONV_PAD_SAME && !over) {
       /* PyTorch's split: half before, the odd one after */
-      int64_t total = d[i] * (k[i] - 1);
+      int64_t total = span[i] - 1;
       pad_lo[i] = total / 2;
       pad_hi[i] = total - pad_lo[i];
     }
-  }
-  int64_t padded[2], span[2], out[2];
-  for (int i = 0; i < 2; i++) {
-    padded[i] = in[i] + pad_lo[i] + pad_hi[i];
-    span[i] = d[i] * (k[i] - 1) + 1;
+    over = over || __builtin_add_overflow(in[i], pad_lo[i], &padded[i]) ||
+           __builtin_add_overflow(padded[i], pad_hi[i], &padded[i]);
+    if (over)
+      return gs_error("%s: the sizes overflow: input size %lld, padding %lld and %lld, kernel size %lld, dilation %lld "
+                      "in dimension %d (the padded input and the dilated kernel must fit in 64 bits)",
+                      op_name(nd), (long long)in[i], (long long)pad_lo[i], (long long)pad_hi[i], (long long)k[i],
+                      (long long)d[i], nd == 2 ? i : 0);
   }
   bool too_big = false;
   for (int i = 2 - nd; i < 2; i++) too_big |= padded[i] < span[i];
@@ -165,6 +172,13 @@ static gs_status plan_conv(const gs_tensor *x, const gs_tensor *w, const gs_tens
                     "greater than actual input size", (long long)padded[1], (long long)span[1]);
   }
   for (int i = 0; i < 2; i++) out[i] = (padded[i] - span[i]) / s[i] + 1;
+  /* the output and the column matrix (Cg*kh*kw rows of N*oh*ow) must be
+   * countable: the kernels index them with 64-bit products */
+  int64_t plane, cells, rows;
+  if (__builtin_mul_overflow(out[0], out[1], &plane) || __builtin_mul_overflow(plane, xsh[0], &cells) ||
+      __builtin_mul_overflow(cells, Cout > Cg * k[0] * k[1] ? Cout : Cg * k[0] * k[1], &rows))
+    return gs_error("%s: the output of %lld x %lld positions per channel is too large to index in 64 bits", op_name(nd),
+                    (long long)out[0], (long long)out[1]);
   p->N = xsh[0]; p->C = C; p->H = in[0]; p->W = in[1];
   p->Cout = Cout; p->Cg = Cg; p->G = G;
   p->g = (gs_conv_geom){k[0], k[1], s[0], s[1], pad_lo[0], pad_lo[1], d[0], d[1], out[0], out[1]};
@@ -246,6 +260,10 @@ static bool use_wino(const gs_backend *be, const conv_plan *p, gs_dtype dt) {
   int mode = atomic_load(&wino_mode);
   if (mode == 0 || !be->conv3x3_wino || !be->conv3x3_wino_gw || dt != GS_FLOAT32) return false;
   if (g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1 || p->G != 1) return false;
+  /* its BLAS calls take one sample's tiles and the channels as 32-bit
+   * sizes; a bigger plane (a huge padding) goes to im2col, whose products
+   * are cut to fit */
+  if ((g->oh / 2 + 1) * (g->ow / 2 + 1) > INT32_MAX / 2 || p->C > INT32_MAX || p->Cout > INT32_MAX) return false;
   if (mode == 2) return true;
   return WINO_AUTO(p);
 }

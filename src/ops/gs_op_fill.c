@@ -27,7 +27,8 @@ gs_status gs_scalar_fits(gs_dtype dt, gs_scalar v) {
   else fits = isfinite(v.f) && trunc(v.f) >= lo && (dt == GS_INT64 ? trunc(v.f) < hi : trunc(v.f) <= hi);
   if (fits) return GS_OK;
   char num[48];
-  if (v.is_float) snprintf(num, sizeof num, "%.17g", v.f);
+  if (v.is_float && isnan(v.f)) snprintf(num, sizeof num, "nan"); /* not "-nan": 0/0 has its sign bit set */
+  else if (v.is_float) snprintf(num, sizeof num, "%.17g", v.f);
   else snprintf(num, sizeof num, "%lld", (long long)v.i);
   return gs_error("value cannot be converted to type %s without overflow: %s", gs_dtype_name(dt), num);
 }

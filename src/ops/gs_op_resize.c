@@ -63,6 +63,12 @@ gs_status gs_interpolate_backward(const gs_resize_params *geom, const gs_tensor 
 gs_status gs_pad(const gs_tensor *x, int npads, const int64_t *pads, gs_scalar value, gs_tensor **out) {
   if (npads % 2 != 0) return gs_error("Padding length must be divisible by 2");
   if (npads / 2 > x->ndim) return gs_error("Padding length too large");
+  /* as torch.full: an int8 pad of 300 wrapped to 44, NaN into int32 gave 0 */
+  if (gs_scalar_fits(x->dtype, value) != GS_OK) {
+    char why[160];
+    snprintf(why, sizeof why, "%s", gs_last_error());
+    return gs_error("pad: %s", why);
+  }
   int64_t shape[GS_MAX_DIMS], lo[GS_MAX_DIMS] = {0}, hi[GS_MAX_DIMS] = {0};
   memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
   for (int i = 0; i < npads / 2; i++) {

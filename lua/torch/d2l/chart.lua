@@ -73,13 +73,25 @@ end
 Chart.option_names = { "xlabel", "ylabel", "legend", "xlim", "ylim", "xscale", "yscale", "fmts", "title",
   "figsize", "width", "height" }
 
+-- Text a picture shows (title, labels, legend names) without C0 control
+-- characters or DEL: raw, "\27]0;...\7" would retitle the terminal and
+-- "\27[2J" clear it, and any of them makes the SVG invalid XML. Line
+-- breaks and tabs become spaces, the others U+FFFD.
+function Chart.clean_text(v)
+  if type(v) ~= "string" then return v end
+  return (v:gsub("[%z\1-\31\127]", function(c)
+    if c == "\n" or c == "\r" or c == "\t" then return " " end
+    return "\u{FFFD}"
+  end))
+end
+
 function Chart.new(opts, who)
   who = who or "Chart"
   opts = opts or {}
   if type(opts) ~= "table" then fail(who .. ": expected an options table, got " .. type(opts)) end
   check_options(opts, who, Chart.option_names)
   local self = setmetatable({
-    xlabel = opts.xlabel, ylabel = opts.ylabel, title = opts.title,
+    xlabel = Chart.clean_text(opts.xlabel), ylabel = Chart.clean_text(opts.ylabel), title = Chart.clean_text(opts.title),
     legend = opts.legend or {},
     xlim = check_lim(opts.xlim, "xlim", who), ylim = check_lim(opts.ylim, "ylim", who),
     xscale = check_scale(opts.xscale, "xscale", who), yscale = check_scale(opts.yscale, "yscale", who),
@@ -91,6 +103,9 @@ function Chart.new(opts, who)
     width = opts.width, height = opts.height,
   }, Chart)
   if type(self.legend) ~= "table" then fail(who .. ": legend must be a list of names") end
+  local legend = {}
+  for i, name in pairs(self.legend) do legend[i] = Chart.clean_text(name) end
+  self.legend = legend
   if type(self.fmts) == "string" then self.fmts = { self.fmts } end
   for _, f in ipairs(self.fmts) do Chart.parse_fmt(f, who) end
   return self
@@ -156,6 +171,16 @@ local function nice_step(span, n)
   return step * p
 end
 
+-- A linear axis's tick label: fixed-point while that stays short; else
+-- (1e-200, 1e200) as many significant digits as tell the ticks apart
+-- (string.format refuses more than 99 decimals).
+local function tick_label(v, step, decimals)
+  if decimals <= 12 and math.abs(v) < 1e15 then return string.format("%." .. decimals .. "f", v) end
+  if v == 0 then return "0" end
+  local sig = math.floor(math.log(math.abs(v), 10)) - math.floor(math.log(step, 10)) + 1
+  return string.format("%." .. math.max(1, math.min(17, sig)) .. "g", v)
+end
+
 -- The shown range (in transformed units) and the ticks of one axis:
 -- lo, hi, ticks = {{pos = transformed, label = text}, ...}; about nticks
 -- ticks (default 4) on a linear axis.
@@ -178,7 +203,7 @@ function Chart:axis(key, nticks)
       if scale == "log" then lo, hi = lo / 2, hi * 2 else lo, hi = lo - d, hi + d end
     elseif key == "y" and scale == "linear" then
       -- matplotlib's 5% margin, so curves do not run along the frame
-      local m = (hi - lo) * 0.05
+      local m = hi * 0.05 - lo * 0.05 -- not (hi - lo) * 0.05: that overflows for -1e308..1e308
       lo, hi = lo - m, hi + m
     end
   end
@@ -190,13 +215,15 @@ function Chart:axis(key, nticks)
         or string.format("1e%d", e) }
     end
   else
-    local step = nice_step(thi - tlo, nticks or 4)
+    -- a span past the largest double is measured in halves
+    local span = thi - tlo
+    local step = span < math.huge and nice_step(span, nticks or 4) or nice_step(thi / 2 - tlo / 2, nticks or 4) * 2
     local first = math.ceil(tlo / step - 1e-9)
     local decimals = math.max(0, -math.floor(math.log(step, 10) + 1e-9))
     for k = first, math.floor(thi / step + 1e-9) do
       local v = k * step
       if math.abs(v) < step * 1e-9 then v = 0 end
-      ticks[#ticks + 1] = { pos = v, label = string.format("%." .. decimals .. "f", v) }
+      ticks[#ticks + 1] = { pos = v, label = tick_label(v, step, decimals) }
     end
   end
   return tlo, thi, ticks

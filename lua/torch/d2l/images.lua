@@ -43,17 +43,21 @@ local function image_of(t, k)
   if t.dtype == torch.uint8 then
     for i, v in ipairs(vals) do px[i] = math.floor(v) end
   else
+    -- the range of the finite values; as matplotlib, +inf shows at the
+    -- top of it and -inf (and NaN) at the bottom. Halves keep a range
+    -- wider than the largest double (-1e308..1e308) finite.
     local lo, hi = math.huge, -math.huge
     for _, v in ipairs(vals) do
-      if v == v then
+      if v == v and v ~= math.huge and v ~= -math.huge then
         if v < lo then lo = v end
         if v > hi then hi = v end
       end
     end
-    local span = hi - lo
+    local span = hi / 2 - lo / 2
     for i, v in ipairs(vals) do
-      if v ~= v or span <= 0 then px[i] = 0
-      else px[i] = math.floor((v - lo) / span * 255 + 0.5) end
+      if v == math.huge then px[i] = 255
+      elseif v ~= v or v == -math.huge or not (span > 0) then px[i] = 0
+      else px[i] = math.floor((v / 2 - lo / 2) / span * 255 + 0.5) end
     end
   end
   return { h = h, w = w, c = c, px = px }
@@ -97,7 +101,7 @@ function M.show_images(imgs, num_rows, num_cols, opts)
   local grid = setmetatable({ images = {}, titles = {}, rows = num_rows, cols = num_cols, scale = scale }, Grid)
   for k = 1, math.min(#list, num_rows * num_cols) do
     grid.images[k] = image_of(list[k], k)
-    grid.titles[k] = titles and titles[k] and tostring(titles[k]) or nil
+    grid.titles[k] = titles and titles[k] and require("torch.d2l.chart").clean_text(tostring(titles[k])) or nil
   end
   display.display(grid)
 end

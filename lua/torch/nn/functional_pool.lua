@@ -206,6 +206,13 @@ function F.interpolate(x, opts)
     -- step by 1/scale_factor
     oh = spatial == 2 and math.floor(in_h * fh) or 1
     ow = math.floor(in_w * fw)
+    -- a float past 2^63 has no integer: say which size, not Lua's words
+    for _, o in ipairs({ { oh, in_h, fh }, { ow, in_w, fw } }) do
+      if math.type(o[1]) ~= "integer" then
+        E.fail(("interpolate: scale_factor %s makes an output size of %.17g from %d, too large (at most 2^63 - 1)")
+          :format(tostring(o[3]), o[2] * o[3], o[2]))
+      end
+    end
     -- recompute_scale_factor: the kernels step by in/out, as for a size
     if flag(opts.recompute_scale_factor, "recompute_scale_factor", who, false) then fh, fw = 0, 0 end
   end

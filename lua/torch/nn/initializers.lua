@@ -94,6 +94,9 @@ end
 function I.kaiming_uniform_(t, opts)
   opts = options(opts, "nn.init.kaiming_uniform_")
   check_options(opts, "nn.init.kaiming_uniform_", { "a", "mode", "nonlinearity" })
+  -- PyTorch: a tensor with no elements is left as it is (nn.Conv2d(0, 0, 3)
+  -- has fan_in 0, and its bound would be infinite)
+  if data(t):numel() == 0 then return t end
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
   local std = gain / math.sqrt(fan(t, opts.mode))
   local bound = math.sqrt(3.0) * std
@@ -103,6 +106,7 @@ end
 function I.kaiming_normal_(t, opts)
   opts = options(opts, "nn.init.kaiming_normal_")
   check_options(opts, "nn.init.kaiming_normal_", { "a", "mode", "nonlinearity" })
+  if data(t):numel() == 0 then return t end
   local gain = I.calculate_gain(opts.nonlinearity or "leaky_relu", opts.a or 0)
   return I.normal_(t, 0, gain / math.sqrt(fan(t, opts.mode)))
 end

@@ -200,6 +200,22 @@ local function new_loader(_, dataset, opts)
   if opts.sampler ~= nil and type(opts.sampler) ~= "table" then
     fail("DataLoader: sampler must be a sampler (e.g. DistributedSampler) or a list of indices, got " .. type(opts.sampler))
   end
+  if type(opts.sampler) == "table" and type(opts.sampler.indices) ~= "function" then
+    -- a list of indices: checked here, not deep inside index_select, and
+    -- a hole ({1, nil, 3}) is an error instead of a list cut short
+    local s, count, n = opts.sampler, 0, dataset_len(dataset)
+    for _ in pairs(s) do count = count + 1 end
+    for i = 1, math.max(count, #s) do
+      local v = s[i]
+      if v == nil then
+        fail(string.format("DataLoader: the sampler list has a hole at entry %d (nil); expected a list of indices", i))
+      end
+      if math.type(v) ~= "integer" or v < 1 or v > n then
+        fail(string.format("DataLoader: sampler entry %d is %s; expected an integer index 1..%d (the dataset's length)",
+          i, require("torch.utils.errors").describe(v), n))
+      end
+    end
+  end
   local self = setmetatable({
     dataset = dataset,
     batch_size = bs,
@@ -209,7 +225,7 @@ local function new_loader(_, dataset, opts)
     sampler = opts.sampler,
     pin_memory = opts.pin_memory and true or false,
     num_workers = nw or 0,
-    _epochs = setmetatable({}, { __mode = "k" }),
+    _open = {}, -- the unfinished epochs of `for batch in loader`, newest first
   }, DataLoader)
   dataset_len(dataset) -- fails early on something without a length
   return self
@@ -220,7 +236,8 @@ setmetatable(DataLoader, { __call = new_loader })
 function DataLoader:__len()
   local n = self.sampler and #self.sampler or dataset_len(self.dataset)
   if self.drop_last then return n // self.batch_size end
-  return (n + self.batch_size - 1) // self.batch_size
+  -- not (n + bs - 1) // bs: that overflows for a batch_size near 2^63
+  return n // self.batch_size + (n % self.batch_size > 0 and 1 or 0)
 end
 
 function DataLoader:__tostring()
@@ -307,18 +324,33 @@ local BATCH_LIST = {
 
 -- for batch in loader do ... end: each loop is a new epoch (reshuffled
 -- when shuffle is set). loader:iter() gives the same as an iterator function.
+--
+-- The generic for hands back only the previous batch, so the epoch a call
+-- continues is the most recent unfinished one that returned that batch:
+-- nested loops over one loader each keep theirs even when collate_fn
+-- returns one shared object (keyed by the batch alone, the inner loop
+-- took over the outer one's epoch). An epoch leaves the list when it
+-- ends; one left by `break` stays among the last MAX_OPEN.
+local MAX_OPEN = 64
+local WEAK_VALUES = { __mode = "v" }
 function DataLoader:__call(_, prev)
-  local epoch
+  local open, epoch = self._open
   if prev == nil then
-    epoch = { order = self:_order(), pos = 1 }
+    epoch = { order = self:_order(), pos = 1, last = setmetatable({}, WEAK_VALUES) }
+    table.insert(open, 1, epoch)
+    if #open > MAX_OPEN then open[#open] = nil end
   else
-    epoch = self._epochs[prev] or self._last
+    for _, e in ipairs(open) do
+      if rawequal(e.last[1], prev) then epoch = e break end
+    end
     if epoch == nil then return nil end
   end
   local batch = next_batch(self, epoch)
-  if batch ~= nil then
-    if type(batch) == "table" or type(batch) == "userdata" then self._epochs[batch] = epoch end
-    self._last = epoch
+  if batch ~= nil then epoch.last[1] = batch
+  else
+    for i, e in ipairs(open) do
+      if e == epoch then table.remove(open, i) break end
+    end
   end
   if type(batch) == "table" and getmetatable(batch) == nil and is_list(batch) then
     return setmetatable(batch, BATCH_LIST), NOT_Y

@@ -19,9 +19,11 @@ local M = {}
 M.system_dir = "/usr/share/datasets"
 
 -- Gzipped files are read once and kept decompressed under cache_dir
--- (datasets/<the source path with / as %>), so later loads skip the
--- decompression: $GSHELL_CACHE, else $XDG_CACHE_HOME/gshell, else
--- ~/.cache/gshell; GSHELL_CACHE=none (or cache_dir = nil) turns it off.
+-- (datasets/<file name>-<hash of the source's real path>), so later loads
+-- skip the decompression: $GSHELL_CACHE, else $XDG_CACHE_HOME/gshell, else
+-- ~/.cache/gshell; GSHELL_CACHE=none (or cache_dir = nil) turns it off. A
+-- copy records its source's identity and is used only while it matches
+-- (src/io/gs_idx_cache.c).
 local function default_cache_dir()
   local c = os.getenv("GSHELL_CACHE")
   if c == "none" then return nil end
@@ -34,12 +36,15 @@ local function default_cache_dir()
 end
 M.cache_dir = default_cache_dir()
 
--- The cache file for a gzipped source path, or nil.
+-- The most bytes of data one IDX file may hold (gzip lets a small file
+-- announce 1000 times its size); raise it for a bigger data set.
+M.max_bytes = 1 << 30
+
+-- The cache file for a gzipped source path, or nil: named after the
+-- source's real path (links, "." and ".." resolved), never $PWD.
 function M.cache_path(path)
   if not M.cache_dir or not path:match("%.gz$") then return nil end
-  local abs = path
-  if abs:sub(1, 1) ~= "/" then abs = (os.getenv("PWD") or ".") .. "/" .. abs end
-  return M.cache_dir .. "/datasets/" .. abs:gsub("%.gz$", ""):gsub("^/+", ""):gsub("/", "%%")
+  return torch._idx_cache_path(path, M.cache_dir)
 end
 
 local FILES = {
@@ -48,10 +53,14 @@ local FILES = {
 }
 local ALL_FILES = { FILES.train[1], FILES.train[2], FILES.test[1], FILES.test[2] }
 
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
+-- A stat, not an open: opening a FIFO waits for a writer (and Ctrl-C
+-- then made it "not found"). Anything there that is not a regular file
+-- is an error naming what it is.
+local function exists(kind, path)
+  local what = torch._file_kind(path)
+  if what == nil then return false end
+  if what ~= "file" then fail(string.format("%s: %s is %s, expected an IDX file", kind.name, path, what)) end
+  return true
 end
 
 -- The directories to search, in order, and a sentence saying where they are.
@@ -70,7 +79,7 @@ local function find_file(kind, dirs, where, base)
   for _, d in ipairs(dirs) do
     for _, name in ipairs({ base .. ".gz", base }) do
       local p = d .. "/" .. name
-      if exists(p) then return p end
+      if exists(kind, p) then return p end
     end
   end
   local install = kind.package and ("install Debian's package " .. kind.package .. " (apt-get install " .. kind.package
@@ -81,10 +90,12 @@ local function find_file(kind, dirs, where, base)
 end
 
 local function read(path, want_dims, what)
-  local cache = M.cache_path(path)
+  if math.type(M.max_bytes) ~= "integer" or M.max_bytes < 1 then
+    fail("torchvision.datasets.max_bytes must be a positive integer (bytes), got " .. E.describe(M.max_bytes))
+  end
   local ok, x
-  if cache then ok, x = pcall(torch._read_idx_cached, path, cache)
-  else ok, x = pcall(torch._read_idx, path) end
+  if M.cache_dir and path:match("%.gz$") then ok, x = pcall(torch._read_idx_cached, path, M.cache_dir, M.max_bytes)
+  else ok, x = pcall(torch._read_idx, path, M.max_bytes) end
   if not ok then fail(tostring(x)) end
   if x:dim() ~= want_dims then
     fail(string.format("%s: expected an IDX %s file (%d dims, magic 00 00 08 0%d), got %d dims", path, what, want_dims,

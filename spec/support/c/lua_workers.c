@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "backend/cpu/backend_cpu.h"
+#include "backend/cpu/cpu_gemm.h"
 #include "core/gs_parallel.h"
 #include "bind/lua_gs.h"
 
@@ -220,9 +221,23 @@ static int l_num_threads(lua_State *L) {
   return 1;
 }
 
+/* torch._blas_limit(n): the largest size one BLAS call gets (nil: back
+ * to 2^31 - 1), so products are cut into many calls at small sizes. */
+static int l_blas_limit(lua_State *L) {
+  gs_cpu_gemm_set_blas_limit(luaL_optinteger(L, 1, 0));
+  return 0;
+}
+
+/* torch._blas_refusal_selftest() -> the argument BLAS refused in a bad call */
+static int l_blas_refusal_selftest(lua_State *L) {
+  lua_pushinteger(L, gs_cpu_gemm_refusal_selftest());
+  return 1;
+}
+
 void gsL_open_workers(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"_workers_selftest", l_workers_selftest}, {"_num_threads", l_num_threads},
-    {"_with_workers", l_with_workers}, {NULL, NULL}};
+    {"_with_workers", l_with_workers}, {"_blas_limit", l_blas_limit},
+    {"_blas_refusal_selftest", l_blas_refusal_selftest}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

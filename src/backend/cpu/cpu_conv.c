@@ -20,7 +20,8 @@ typedef struct {
  * in [0, size): the rest read padding. */
 static void valid_range(int64_t n_out, int64_t s, int64_t off, int64_t size, int64_t *lo, int64_t *hi) {
   /* smallest ox with ox*s + off >= 0, and one past the largest with ox*s + off <= size - 1 */
-  int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+  /* ceil(-off / s) without -off + s - 1, which overflows for a stride near 2^63 */
+  int64_t a = off >= 0 ? 0 : -off / s + (-off % s != 0);
   int64_t b = size - 1 - off < 0 ? 0 : (size - 1 - off) / s + 1;
   if (a > n_out) a = n_out;
   if (b > n_out) b = n_out;

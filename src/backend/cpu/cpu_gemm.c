@@ -63,16 +63,74 @@ typedef struct {
   int64_t parts;                 /* blocks per matrix */
   bool split_n;                  /* blocks of columns rather than rows */
   atomic_bool oom;               /* a block's scratch could not be had */
+  atomic_int refused;            /* the argument BLAS refused in some block, 0 if none */
 } gemm_job;
 
-static void blas_call(gs_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                      const void *b, int64_t ldb, void *c, int64_t ldc) {
+/* BLAS takes its sizes as 32-bit ints (blasint): a product wider than
+ * that (a conv1d padded by 2^30 has 2^31 output columns) is cut so every
+ * call's m, n, k and leading dimensions fit, instead of being passed
+ * truncated (OpenBLAS then printed a line, did nothing, and the result
+ * was garbage: issue 33). Lowered by a test-only hook so the cutting is
+ * exercised without 8 GiB operands. */
+static _Atomic int64_t blas_limit = INT32_MAX;
+
+void gs_cpu_gemm_set_blas_limit(int64_t limit) { atomic_store(&blas_limit, limit > 0 && limit < INT32_MAX ? limit : INT32_MAX); }
+
+/* OpenBLAS reports a bad argument through xerbla_, which prints and
+ * returns, leaving c untouched. Ours replaces it (the BLAS convention for
+ * overriding the handler) and records the failure, so a call that BLAS
+ * refused is an error, never a silent wrong answer. */
+static _Thread_local int blas_refused;
+void xerbla_(const char *name, const int *info, int len);
+void xerbla_(const char *name, const int *info, int len) { (void)name; (void)len; blas_refused = info ? *info : -1; }
+
+static void blas_one(gs_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const char *a, int64_t lda,
+                     const char *b, int64_t ldb, char *c, int64_t ldc, bool acc) {
   if (dt == GS_FLOAT32)
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
-                (blasint)k, 1.0f, a, (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+                (blasint)k, 1.0f, (const float *)a, (blasint)lda, (const float *)b, (blasint)ldb, acc ? 1.0f : 0.0f,
+                (float *)c, (blasint)ldc);
   else
     cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
-                (blasint)k, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+                (blasint)k, 1.0, (const double *)a, (blasint)lda, (const double *)b, (blasint)ldb, acc ? 1.0 : 0.0,
+                (double *)c, (blasint)ldc);
+}
+
+/* c[m, n] = a[m, k] b[k, n] (row-major, a and b read as ta/tb say) in
+ * calls whose sizes all fit the limit: m, n and k in blocks (the k blocks
+ * after the first add to c), and a leading dimension past the limit
+ * makes its operand's block one line long, so BLAS never reads it (it
+ * then gets the smallest legal value). Returns the first BLAS refusal's
+ * argument number, 0 when every call ran. */
+static int blas_call(gs_dtype dt, size_t es, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const char *a,
+                     int64_t lda, const char *b, int64_t ldb, char *c, int64_t ldc) {
+  int64_t lim = atomic_load(&blas_limit), E = (int64_t)es;
+  int64_t bm = m < lim ? m : lim, bn = n < lim ? n : lim, bk = k < lim ? k : lim;
+  /* a's lda steps over m (or k when read transposed), b's over k (or n),
+   * c's over m */
+  if (lda > lim) { if (ta) bk = 1; else bm = 1; }
+  if (ldb > lim) { if (tb) bn = 1; else bk = 1; }
+  if (ldc > lim) bm = 1;
+  blas_refused = 0;
+  for (int64_t i = 0; i < m; i += bm)
+    for (int64_t j = 0; j < n; j += bn)
+      for (int64_t p = 0; p < k; p += bk) {
+        int64_t mm = m - i < bm ? m - i : bm, nn = n - j < bn ? n - j : bn, kk = k - p < bk ? k - p : bk;
+        const char *ab = a + (ta ? p * lda + i : i * lda + p) * E, *bb = b + (tb ? j * ldb + p : p * ldb + j) * E;
+        /* the smallest leading dimension BLAS accepts for each block */
+        int64_t la = lda <= lim ? lda : (ta ? mm : kk), lb = ldb <= lim ? ldb : (tb ? kk : nn),
+                lc = ldc <= lim ? ldc : nn;
+        blas_one(dt, ta, tb, mm, nn, kk, ab, la, bb, lb, c + (i * ldc + j) * E, lc, p > 0);
+        if (blas_refused) return blas_refused;
+      }
+  return 0;
+}
+
+int gs_cpu_gemm_refusal_selftest(void) {
+  float a[4] = {0}, b[4] = {0}, c[4] = {0};
+  /* lda 1 for a 2 x 2 row-major a: BLAS must refuse it (argument 9) */
+  return blas_call(GS_FLOAT32, sizeof(float), false, false, 2, 2, 2, (const char *)a, 1, (const char *)b, 2,
+                   (char *)c, 2);
 }
 
 /* Block p of `parts` along a dimension of size d, starting on multiples
@@ -111,7 +169,8 @@ static void gemm_chunk(int64_t chunk, void *ctx) {
     pack(scratch_b, bz + n0 * j->b->stride[2] * es, K, n, j->b->stride[1], j->b->stride[2], j->es);
     bp = scratch_b; tb = false; ldb = n;
   }
-  blas_call(j->dt, ta, tb, m, n, K, ap, lda, bp, ldb, cz, j->N);
+  int bad = blas_call(j->dt, j->es, ta, tb, m, n, K, ap, lda, bp, ldb, cz, j->N);
+  if (bad) atomic_store(&j->refused, bad);
   free(scratch_a);
   free(scratch_b);
 }
@@ -155,6 +214,7 @@ gs_status gs_cpu_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
   pthread_once(&blas_once, blas_single_threaded);
   gemm_job j = {.a = a, .b = b, .c = c, .dt = c->dtype, .es = es, .M = M, .N = N, .K = K, .parts = 1};
   atomic_init(&j.oom, false);
+  atomic_init(&j.refused, 0);
   j.ok_a = blas_layout(M, K, a->stride[1], a->stride[2], &j.ta, &j.lda);
   j.ok_b = blas_layout(K, N, b->stride[1], b->stride[2], &j.tb, &j.ldb);
   int64_t T = gs_num_threads(), per = M * N * K;
@@ -183,5 +243,9 @@ gs_status gs_cpu_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
     for (int64_t chunk = 0; chunk < B * j.parts; chunk++) gemm_chunk(chunk, &j);
   else s = gs_parallel_run(B * j.parts, gemm_chunk, &j);
   if (s == GS_OK && atomic_load(&j.oom)) s = gs_error_code(GS_ERR_OOM, "out of host memory in matmul");
+  if (s == GS_OK && atomic_load(&j.refused))
+    s = gs_error("matmul: BLAS refused argument %d of a %s product of [%lld, %lld] by [%lld, %lld] (a bug in gshell: "
+                 "please report it)", atomic_load(&j.refused), j.dt == GS_FLOAT32 ? "float32" : "float64",
+                 (long long)M, (long long)K, (long long)K, (long long)N);
   return s;
 }

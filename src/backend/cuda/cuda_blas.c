@@ -199,11 +199,13 @@ gs_status gs_cuda_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
   bool ta, tb;
   int64_t lda, ldb;
   gs_status s = GS_OK;
-  if (!blas_layout(M, K, a->stride[1], a->stride[2], &ta, &lda)) {
+  /* a view whose row stride passes cuBLAS's int is copied like any other
+   * layout cuBLAS cannot read (the packed copy's stride is K or N) */
+  if (!blas_layout(M, K, a->stride[1], a->stride[2], &ta, &lda) || lda > INT_MAX) {
     s = pack(a, &pa);
     ta = false; lda = K;
   }
-  if (s == GS_OK && !blas_layout(K, N, b->stride[1], b->stride[2], &tb, &ldb)) {
+  if (s == GS_OK && (!blas_layout(K, N, b->stride[1], b->stride[2], &tb, &ldb) || ldb > INT_MAX)) {
     s = pack(b, &pb);
     tb = false; ldb = N;
   }
