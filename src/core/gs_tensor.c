@@ -1,9 +1,7 @@
 /* gs_tensor.c: buffers, tensor headers, reference counting, geometry. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include "core/gs_backend.h"
 #include "core/gs_tensor.h"
 
@@ -88,8 +86,6 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
   b->nuses = 0;
   b->uses_lost = false;
   b->pinned = false;
-  b->map = NULL;
-  b->map_len = 0;
   if (be->adopt) be->adopt(b);
   *out = b;
   return GS_OK;
@@ -100,8 +96,7 @@ void gs_buffer_retain(gs_buffer *b) { b->refcount++; }
 void gs_buffer_release(gs_buffer *b) {
   if (!b || --b->refcount > 0) return;
   const gs_backend *be = gs_device_backend(b->device);
-  if (b->map) munmap(b->map, b->map_len);
-  else if (b->data && be->release) be->release(b);
+  if (b->data && be->release) be->release(b);
   else if (b->data) be->free(b->device.index, b->data, b->nbytes);
   header_free(b);
 }
@@ -171,45 +166,6 @@ gs_status gs_tensor_empty(gs_device dev, gs_dtype dt, int ndim, const int64_t *s
 
 gs_status gs_tensor_empty_like(const gs_tensor *x, gs_tensor **out) {
   return gs_tensor_empty(gs_tensor_device(x), x->dtype, x->ndim, x->shape, out);
-}
-
-/* Mapped read-only and populated (the page cache's pages, no copy), then
- * made writable: the pages stay shared until a write copies one (private
- * mapping). Populating a writable private mapping would copy every page. */
-gs_status gs_tensor_map_file(int fd, size_t file_len, size_t data_offset, gs_dtype dt, int ndim,
-                             const int64_t *shape, gs_tensor **out) {
-  int64_t n;
-  GS_TRY(gs_check_shape(ndim, shape, &n));
-  size_t es = gs_dtype_size(dt);
-  if (file_len == 0 || data_offset % es || data_offset > file_len || (uint64_t)n > (file_len - data_offset) / es)
-    return gs_error("mapping a file: %zu bytes from offset %zu cannot hold %lld elements", file_len, data_offset,
-                    (long long)n);
-  void *map = mmap(NULL, file_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  if (map == MAP_FAILED) return gs_error("mapping a file: %s", strerror(errno));
-  if (mprotect(map, file_len, PROT_READ | PROT_WRITE) != 0) {
-    munmap(map, file_len);
-    return gs_error("mapping a file: %s", strerror(errno));
-  }
-  gs_buffer *b = NULL;
-  gs_status s = gs_buffer_new(gs_cpu(), 0, &b);
-  gs_tensor *t = s == GS_OK ? header_new() : NULL;
-  if (!t) {
-    if (b) gs_buffer_release(b);
-    munmap(map, file_len);
-    return s != GS_OK ? s : gs_error_code(GS_ERR_OOM, "out of host memory");
-  }
-  b->data = map;
-  b->nbytes = file_len;
-  b->map = map;
-  b->map_len = file_len;
-  t->buf = b;
-  t->dtype = dt;
-  t->ndim = ndim;
-  t->offset = (int64_t)(data_offset / es);
-  if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * ndim);
-  gs_contiguous_strides(ndim, shape, t->stride);
-  *out = t;
-  return GS_OK;
 }
 
 gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset) {

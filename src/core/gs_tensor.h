@@ -29,10 +29,6 @@ typedef struct gs_buffer {
   bool pinned;          /* host memory for asynchronous copies (pin_memory) */
   gs_use uses[GS_BUFFER_USES];
   uint64_t qid;         /* queued devices: unique per buffer (0: none), names it in marks of failed work */
-  /* a private mapping of a file (gs_tensor_map_file): unmapped on release
-   * instead of freed by the backend; NULL for every other buffer */
-  void *map;
-  size_t map_len;
 } gs_buffer;
 
 struct gs_node;
@@ -63,13 +59,6 @@ void gs_buffer_release(gs_buffer *b);
 gs_status gs_tensor_empty(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs_tensor **out);
 gs_status gs_tensor_empty_like(const gs_tensor *x, gs_tensor **out);
 /* A new tensor header over x's buffer with the given geometry (a view). */
-/* A contiguous CPU tensor over a private copy-on-write mapping of the
- * open file fd (file_len bytes), its data starting data_offset bytes in:
- * nothing is copied and the pages are the page cache's until written
- * (a write changes the tensor, never the file). Used for decompressed
- * data-set caches, read often and rarely written. */
-gs_status gs_tensor_map_file(int fd, size_t file_len, size_t data_offset, gs_dtype dt, int ndim,
-                             const int64_t *shape, gs_tensor **out);
 gs_tensor *gs_tensor_view_of(const gs_tensor *x, int ndim, const int64_t *shape, const int64_t *stride, int64_t offset);
 void gs_tensor_retain(gs_tensor *t);
 void gs_tensor_release(gs_tensor *t);
