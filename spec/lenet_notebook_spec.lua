@@ -30,6 +30,19 @@ local function cell_with(r, piece)
   error("no cell with " .. piece)
 end
 
+-- The notebook trains LeNet 2 epochs over all 60000 images (issue 34):
+-- under a minute plain, many minutes under a sanitizer. The kernel's
+-- threads (iopub, display updates) are exercised under ASan and TSAN by
+-- kernel_spec and d2l_spec (spec/kernel/d2l_display.py); this file runs
+-- in the plain stage only.
+local H = require("helpers")
+if H.UNDER_ASAN or H.UNDER_TSAN then
+  describe("examples/lenet.ipynb", function()
+    pending("plain run only: trains 2 epochs over 60000 images, minutes under a sanitizer")
+  end)
+  return
+end
+
 describe("examples/lenet.ipynb (nbclient, spec/kernel/lenet_notebook.py)", function()
   local r
   setup(function() r = drive("spec/kernel/lenet_notebook.py") end)

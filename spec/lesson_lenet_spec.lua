@@ -4,6 +4,7 @@
 -- session (each step's setup rebuilds the data, the subset and the net),
 -- and its first steps at a terminal, where show_images draws the images.
 local R = require("gshell_run")
+local H = require("helpers")
 
 local function has(s, piece) return s:find(piece, 1, true) ~= nil end
 local function count(s, piece)
@@ -31,6 +32,14 @@ local function lenet_from(at, lines)
   return out, err, code, state
 end
 
+-- Step 8 trains 2 epochs over all 60000 images (issue 34): well under a
+-- minute plain, many minutes under a sanitizer, which adds nothing the
+-- 4-batch run does not cover; there the spec trains on train_small and
+-- leaves the accuracy check to the plain run.
+local SANITIZED = H.UNDER_ASAN or H.UNDER_TSAN
+local STEP8 = SANITIZED and "d2l.train_ch6(net, train_small, test_small, 2, 0.9, device)"
+  or "d2l.train_ch6(net, train_iter, test_small, 2, 0.9, device)"
+
 describe("gshell --lesson lenet", function()
   it("is listed with the gpu lesson", function()
     local out = R.run({ "--lesson" }, "", { GSHELL_LESSON_STATE = "/nonexistent/state" })
@@ -53,7 +62,7 @@ describe("gshell --lesson lenet", function()
       "device = try_gpu(); print(net)",                                      -- net not moved
       "net:to(device)",
       "train_small = take(train_iter, 4); test_small = take(test_iter, 2)",
-      "d2l.train_ch6(net, train_iter, test_small, 2, 0.9, device)",
+      STEP8,
       "acc = d2l.evaluate_accuracy_gpu(net, test_small)",
       "p = torch.profiler.profile(function() d2l.train_ch6(net, train_small, test_small, 1, 0.9, device) end)",
       "waits = 3",                                                          -- a guess
@@ -103,7 +112,7 @@ describe("gshell --lesson lenet", function()
     assert.truthy(out:find("training on cuda:0.-examples/sec on cuda:0"), out)
     -- step 8's 2 epochs over all 60000 images leave chance (0.1) behind (issue 34)
     local train_acc = out:match("loss %d%.%d+, train acc (%d%.%d+), test acc")
-    assert.is_true(tonumber(train_acc) > 0.3, out)
+    if not SANITIZED then assert.is_true(tonumber(train_acc) > 0.3, out) end
     assert.truthy(out:find("training on cpu.-examples/sec on cpu.-training on cuda:0"), out)
     -- warn mode named each wait on stderr; error mode raised at the first one
     assert.truthy(count(err, "[sync debug]") >= 2, err)
