@@ -91,12 +91,16 @@ describe("the pasted-hint corpus: the book's Python lines", function()
   end
 
   it("x.repeat(2) names x:tile and the bracket spelling of the keyword method", function()
-    -- the words only: x:tile and the "repeat" registration come from
-    -- another branch (issue 34's note), so the pasted line is not run here
-    local _, err = R.prompt({ "x = torch.ones(2)", "y = x.repeat(2)" })
+    local _, err = R.prompt({ "x = torch.tensor({1, 2})", "y = x.repeat(2)" })
     assert.truthy(has(err, "`repeat` is a Lua keyword"), err)
     assert.truthy(has(err, "`y = x:tile(2)`"), err)
     assert.truthy(has(err, "x['repeat'](x, ...)"), err)
+    -- both spellings run when pasted, with PyTorch's x.repeat(2): [1, 2, 1, 2]
+    local out, err2 = R.prompt({ "x = torch.tensor({1, 2})", "y = x:tile(2)", "y:tolist()",
+                                 "x['repeat'](x, 2):tolist()" })
+    assert.are.equal("", err2)
+    local _, n = out:gsub("{1, 2, 1, 2}", "")
+    assert.are.equal(2, n, out)
   end)
 
   it("a keyword the hints cannot place states the rule rather than a line", function()
