@@ -28,6 +28,7 @@
 #include "backend/cpu/backend_cpu.h"
 #include "backend/sim/backend_sim.h"
 #include "core/gs_block_pool.h"
+#include "core/gs_gpu_model.h"
 #include "core/gs_op_names.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
@@ -72,8 +73,12 @@ static void seg_free(void *ctx, void *p, size_t n) {
   free(p);
 }
 
-/* Total memory a simulated device reports: its cap, or 16 GiB. */
-static size_t sim_total(int i) { return devs[i].cap ? devs[i].cap : SIM_DEFAULT_TOTAL; }
+/* Total memory a simulated device reports: its cap (GSHELL_SIM_MEM), else
+ * its GPU model's memory, else ("host") 16 GiB. */
+static size_t sim_total(int i) {
+  const gs_gpu_model *m = gs_gpu_model_of(i);
+  return devs[i].cap ? devs[i].cap : m ? (size_t)m->mem_bytes : SIM_DEFAULT_TOTAL;
+}
 
 static int context_ms; /* GSHELL_SIM_CONTEXT_MS: the modelled cost of a device's first use */
 
@@ -188,16 +193,19 @@ static size_t sim_pool_allocated(int i) {
 
 static void sim_reset_peak(int i) { gs_pool_reset_peak(&devs[i].pool); }
 
-/* Reports compute capability 8.0 (a modern device, so feature checks
- * pass) and one multiprocessor per host core of its share (the cores
- * divided among the devices: its kernels run on that many threads). */
+/* A modelled device (gs_gpu_model.h) reports its GPU's name with
+ * "(simulated)", compute capability and SM count. With "host": compute
+ * capability 8.0 (a modern device, so feature checks pass) and one
+ * multiprocessor per host core of its share (the cores divided among the
+ * devices: its kernels run on that many threads). */
 static gs_status sim_properties(int i, gs_device_props *p) {
   memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "gshell simulated GPU");
+  const gs_gpu_model *m = gs_gpu_model_of(i);
+  snprintf(p->name, sizeof p->name, "%s%s", m ? m->name : "gshell simulated GPU", m ? " (simulated)" : "");
   p->total_memory = sim_total(i);
-  p->major = 8;
-  p->minor = 0;
-  p->multi_processor_count = gs_queue_cores();
+  p->major = m ? m->major : 8;
+  p->minor = m ? m->minor : 0;
+  p->multi_processor_count = m ? m->sms : gs_queue_cores();
   p->simulated = true;
   return GS_OK;
 }
