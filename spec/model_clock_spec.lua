@@ -1,0 +1,189 @@
+-- The modelled clock (issue 29, docs/time-model.md "The modelled clock"):
+-- simulated devices that model a GPU advance modelled time per task; the
+-- host clock (torch.clock) jumps to a device's modelled end when it waits;
+-- events read modelled time; with `host` nothing changes.
+local torch = require("torch")
+
+local T = torch.cuda._model_time
+
+local function near(want, got, rel)
+  rel = rel or 1e-6
+  assert(math.abs(got - want) <= rel * math.abs(want),
+    string.format("expected %.17g, got %.17g (relative %.3g)", want, got, (got - want) / want))
+end
+
+-- n simulated devices with model `spec` for the test, restored after
+local function with_model(spec, n)
+  local old = torch.cuda._set_gpu_model(spec)
+  collectgarbage()
+  local old_n, old_cap = torch._sim_configure(n or 2)
+  finally(function()
+    collectgarbage()
+    torch._sim_configure(old_n, old_cap)
+    torch.cuda._set_gpu_model(old)
+  end)
+end
+
+-- keeps cuda:0's default stream busy for a while (modelled), so that what
+-- follows starts when the device gets to it, not when the host queued it
+local function busy(A)
+  for _ = 1, 4 do A:matmul(A) end
+end
+
+describe("the modelled clock", function()
+  it("a kernel between two events takes its modelled time exactly (memory-bound: B / bandwidth + launch)", function()
+    with_model("v100")
+    local n = 1 << 24 -- 64 MiB of float32: beyond the V100's 6 MiB L2
+    local x = torch.ones(n, { device = "cuda:0" })
+    local A = torch.ones(1024, 1024, { device = "cuda:0" })
+    local s, e = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
+    busy(A)
+    s:record()
+    local y = x:neg()
+    e:record()
+    e:synchronize()
+    -- neg reads and writes 4 bytes per element, one FLOP each
+    local want = T("v100", "kernel", { bytes = 8 * n, flops = n, elems = n })
+    near(8 * n / 900e9 + 2e-6, want, 1e-12)
+    near(want * 1e3, s:elapsed_time(e))
+    assert.are.equal(-1, y[1]:item())
+  end)
+
+  it("a product between two events takes the gemm formula's time", function()
+    with_model("a100")
+    local A = torch.ones(1024, 1024, { device = "cuda:0" })
+    local B = torch.ones(512, 256, { device = "cuda:0" })
+    local C = torch.ones(256, 384, { device = "cuda:0" })
+    local s, e = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
+    busy(A)
+    s:record()
+    local D = B:matmul(C)
+    e:record()
+    e:synchronize()
+    near(T("a100", "gemm", { m = 512, n = 384, k = 256 }) * 1e3, s:elapsed_time(e))
+    assert.are.equal(256, D[1][1]:item())
+  end)
+
+  it("the host clock reports modelled time while real time is far longer", function()
+    with_model("h100")
+    local A = torch.rand(1024, 1024, { device = "cuda:0" })
+    torch.cuda.synchronize()
+    local r0, t0 = torch._real_clock(), torch.clock()
+    for _ = 1, 20 do A:matmul(A) end
+    torch.cuda.synchronize()
+    local modelled, real = torch.clock() - t0, torch._real_clock() - r0
+    local one = T("h100", "gemm", { m = 1024, n = 1024, k = 1024 })
+    -- 20 products back to back on the device, plus the host's own small work
+    assert.is_true(modelled >= 20 * one, modelled)
+    assert.is_true(modelled < 20 * one + 0.02, modelled)
+    assert.is_true(real > 20 * modelled, string.format("real %g, modelled %g", real, modelled))
+  end)
+
+  it("a copy from pageable memory waits for its PCIe time; pinned and non_blocking returns at once", function()
+    with_model("v100")
+    local n = 1 << 24
+    local h = torch.ones(n)
+    local t0 = torch.clock()
+    local d = h:to("cuda:0")
+    local dt = torch.clock() - t0
+    local want = T("v100", "copy", { bytes = 4 * n }) -- pageable
+    assert.is_true(dt >= want, string.format("%g < %g", dt, want))
+    assert.is_true(dt < want + 0.01, dt)
+    local p = h:pin_memory()
+    torch.cuda.synchronize()
+    local r0
+    r0, t0 = torch._real_clock(), torch.clock()
+    local d2 = p:to("cuda:0", { non_blocking = true })
+    local queued, real = torch.clock() - t0, torch._real_clock() - r0
+    torch.cuda.synchronize()
+    local done = torch.clock() - t0
+    local pinned = T("v100", "copy", { bytes = 4 * n, pinned = true })
+    -- no jump: the host's own work (real) and one launch, not the copy
+    assert.is_true(math.abs(queued - real) < 1e-4, queued - real)
+    assert.is_true(done >= pinned and done < pinned + 0.01, done)
+    near(want - 10e-6, 2 * (pinned - 10e-6), 1e-12)
+    assert.are.equal(1, d[n]:item() * d2[1]:item())
+  end)
+
+  it("a copy and a kernel on two streams overlap (copy engines beside the SMs)", function()
+    with_model("v100")
+    local A = torch.ones(2048, 2048, { device = "cuda:0" })
+    local h = torch.ones(1 << 24):pin_memory()
+    local s = torch.cuda.Stream(0)
+    local gemm = T("v100", "gemm", { m = 2048, n = 2048, k = 2048 })
+    local copy = T("v100", "copy", { bytes = 4 << 24, pinned = true })
+    torch.cuda.synchronize()
+    local t0 = torch.clock()
+    for _ = 1, 4 do A:matmul(A) end
+    local d
+    do
+      local scope <close> = torch.cuda.stream(s)
+      d = h:to("cuda:0", { non_blocking = true })
+    end
+    torch.cuda.synchronize()
+    local both = torch.clock() - t0
+    -- on one device, one after the other, they would take the sum
+    assert.is_true(both < 4 * gemm + copy - 0.5 * math.min(4 * gemm, copy), both)
+    assert.is_true(both >= math.max(4 * gemm, copy), both)
+    -- two kernels on two streams share the SMs: no overlap
+    torch.cuda.synchronize()
+    t0 = torch.clock()
+    A:matmul(A)
+    do
+      local scope <close> = torch.cuda.stream(s)
+      A:matmul(A)
+    end
+    torch.cuda.synchronize()
+    assert.is_true(torch.clock() - t0 >= 2 * gemm)
+    assert.are.equal(1, d[1]:item())
+  end)
+
+  it("a loop of tiny ops is launch-bound: the host pays the driver per launch", function()
+    with_model("v100")
+    local x = torch.ones(4, { device = "cuda:0" })
+    torch.cuda.synchronize()
+    local t0 = torch.clock()
+    for _ = 1, 200 do x:add_(1) end
+    torch.cuda.synchronize()
+    local dt = torch.clock() - t0
+    local m = torch.cuda.gpu_model(0)
+    assert.is_true(dt >= 200 * math.max(m.host_launch, m.launch), dt)
+    assert.are.equal(201, x[1]:item())
+  end)
+
+  it("with host nothing is modelled: the clock is real time and events time the real work", function()
+    with_model("host")
+    assert.is_nil(torch.cuda.gpu_model(0))
+    local A = torch.rand(512, 512, { device = "cuda:0" })
+    torch.cuda.synchronize()
+    local r0, t0 = torch._real_clock(), torch.clock()
+    local s, e = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
+    s:record()
+    for _ = 1, 5 do A:matmul(A) end
+    e:record()
+    torch.cuda.synchronize()
+    local modelled, real = torch.clock() - t0, torch._real_clock() - r0
+    -- the two clocks advance together (read a moment apart)
+    assert.is_true(math.abs(modelled - real) < 1e-3, modelled - real)
+    assert.is_true(s:elapsed_time(e) <= real * 1e3)
+    assert.is_true(s:elapsed_time(e) > 0)
+  end)
+
+  it("mixing models: each device keeps its own time", function()
+    with_model("t4,h100")
+    local a = torch.ones(1024, 1024, { device = "cuda:0" })
+    local b = torch.ones(1024, 1024, { device = "cuda:1" })
+    local function timed(x)
+      torch.cuda.synchronize()
+      local t0 = torch.clock()
+      for _ = 1, 4 do x:matmul(x) end
+      torch.cuda.synchronize()
+      return torch.clock() - t0
+    end
+    local t4, h100 = timed(a), timed(b)
+    assert.is_true(t4 >= 4 * T("t4", "gemm", { m = 1024, n = 1024, k = 1024 }))
+    assert.is_true(h100 >= 4 * T("h100", "gemm", { m = 1024, n = 1024, k = 1024 }))
+    -- 8.3x the FP32 peak, but 1024 x 1024 fills 64 tiles: 80% of a T4's two waves, 48% of an H100's one
+    assert.is_true(t4 > 3 * h100, string.format("t4 %g, h100 %g", t4, h100))
+  end)
+end)
