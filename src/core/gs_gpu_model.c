@@ -2,6 +2,7 @@
  * docs/time-model.md, sources of every figure in docs/gpu-models.md). */
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ const char *gs_gpu_model_names(void) {
 #define MAX_DEVS 64
 static char spec_now[256] = GS_GPU_MODEL_DEFAULT;
 static const gs_gpu_model *dev_models[MAX_DEVS];
-static bool parsed;
+static pthread_once_t from_env = PTHREAD_ONCE_INIT;
 static bool allow_tf32;
 
 /* Parses spec's comma-separated names (trimmed; "host" gives NULL) into
@@ -102,7 +103,7 @@ gs_status gs_gpu_model_check(const char *what, const char *spec) {
   return each_name(what, spec, tmp, &n);
 }
 
-gs_status gs_gpu_model_set(const char *spec) {
+static gs_status set_spec(const char *spec) {
   if (!spec) {
     spec = getenv("GSHELL_GPU_MODEL");
     if (!spec || !*spec) spec = GS_GPU_MODEL_DEFAULT;
@@ -112,14 +113,24 @@ gs_status gs_gpu_model_set(const char *spec) {
   GS_TRY(each_name("GSHELL_GPU_MODEL", spec, tmp, &n));
   for (int i = 0; i < MAX_DEVS; i++) dev_models[i] = tmp[i < n ? i : n - 1];
   snprintf(spec_now, sizeof spec_now, "%s", spec);
-  parsed = true;
   return GS_OK;
+}
+
+/* GSHELL_GPU_MODEL, read once before the first use (start-up refused a bad
+ * value: gs_sim_env; a library loaded without that check takes the default) */
+static void read_env(void) {
+  if (set_spec(NULL) != GS_OK) (void)set_spec(GS_GPU_MODEL_DEFAULT);
+}
+
+gs_status gs_gpu_model_set(const char *spec) {
+  pthread_once(&from_env, read_env);
+  return set_spec(spec);
 }
 
 const char *gs_gpu_model_spec(void) { return spec_now; }
 
 const gs_gpu_model *gs_gpu_model_of(int dev) {
-  if (!parsed && gs_gpu_model_set(NULL) != GS_OK) (void)gs_gpu_model_set(GS_GPU_MODEL_DEFAULT);
+  pthread_once(&from_env, read_env);
   return dev >= 0 && dev < MAX_DEVS ? dev_models[dev] : NULL;
 }
 

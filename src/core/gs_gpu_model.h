@@ -75,9 +75,9 @@ const char *gs_gpu_model_names(void);
 /* Checks a GSHELL_GPU_MODEL / --gpu-model value: `what` names it in the
  * error, which lists the known names. */
 gs_status gs_gpu_model_check(const char *what, const char *spec);
-/* Sets the models of the simulated devices from a checked value (NULL:
- * GSHELL_GPU_MODEL, else the default). Returns the previous value
- * (a static copy). */
+/* Sets the models of the simulated devices from a value (NULL:
+ * GSHELL_GPU_MODEL, else the default); a bad value is an error and changes
+ * nothing. gs_gpu_model_spec() is the value in force. */
 gs_status gs_gpu_model_set(const char *spec);
 const char *gs_gpu_model_spec(void);
 /* The model of simulated device dev; NULL for "host". */
