@@ -26,10 +26,19 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ring *rings[GS_QUEUE_MAX_DEVICES][GS_QUEUE_STREAMS];
 static double res_free[GS_QUEUE_MAX_DEVICES][RES_COUNT];
 static double excluded, added; /* the host clock's corrections, seconds */
+static double last_now;        /* the latest reading: the clock never goes back */
 
 double gs_mclock_real_now(void) { return (double)gs_prof_now_ns() * 1e-9; }
 
-static double host_now_locked(void) { return gs_mclock_real_now() - excluded + added; }
+/* Never less than an earlier reading: another thread (torch.distributed's
+ * communication thread) may read the clock while the host waits, before
+ * that wait's real time is taken out. */
+static double host_now_locked(void) {
+  double h = gs_mclock_real_now() - excluded + added;
+  if (h < last_now) return last_now;
+  last_now = h;
+  return h;
+}
 
 double gs_mclock_host_now(void) {
   pthread_mutex_lock(&lock);
