@@ -92,12 +92,16 @@ describe("the modelled clock", function()
     with_model("v100")
     local n = 1 << 24
     local h = torch.ones(n)
+    collectgarbage()
+    collectgarbage("stop")
+    finally(function() collectgarbage("restart") end)
+    -- (upper bounds allow the host's own real work on a loaded machine)
     local t0 = torch.clock()
     local d = h:to("cuda:0")
     local dt = torch.clock() - t0
     local want = T("v100", "copy", { bytes = 4 * n }) -- pageable
     assert.is_true(dt >= want, string.format("%g < %g", dt, want))
-    assert.is_true(dt < want + 0.01, dt)
+    assert.is_true(dt < want + 0.05, dt)
     local p = h:pin_memory()
     torch.cuda.synchronize()
     local r0
@@ -109,7 +113,7 @@ describe("the modelled clock", function()
     local pinned = T("v100", "copy", { bytes = 4 * n, pinned = true })
     -- no jump: the host's own work (real) and one launch, not the copy
     assert.is_true(math.abs(queued - real) < 1e-4, queued - real)
-    assert.is_true(done >= pinned and done < pinned + 0.01, done)
+    assert.is_true(done >= pinned and done < pinned + 0.05, done)
     near(want - 10e-6, 2 * (pinned - 10e-6), 1e-12)
     assert.are.equal(1, d[n]:item() * d2[1]:item())
   end)
@@ -193,16 +197,21 @@ describe("the modelled clock", function()
     with_model("t4,h100")
     local a = torch.ones(1024, 1024, { device = "cuda:0" })
     local b = torch.ones(1024, 1024, { device = "cuda:1" })
-    local function timed(x)
-      torch.cuda.synchronize()
-      local t0 = torch.clock()
+    -- each device's own time for 4 products, from the end of a backlog
+    -- (events: exact, whatever the host's real delays)
+    local function timed(x, i)
+      busy(x)
+      local st = torch.cuda.current_stream(i)
+      local s, e = torch.cuda.Event({ enable_timing = true }), torch.cuda.Event({ enable_timing = true })
+      s:record(st)
       for _ = 1, 4 do x:matmul(x) end
-      torch.cuda.synchronize()
-      return torch.clock() - t0
+      e:record(st)
+      e:synchronize()
+      return s:elapsed_time(e) / 1e3
     end
-    local t4, h100 = timed(a), timed(b)
-    assert.is_true(t4 >= 4 * T("t4", "gemm", { m = 1024, n = 1024, k = 1024 }))
-    assert.is_true(h100 >= 4 * T("h100", "gemm", { m = 1024, n = 1024, k = 1024 }))
+    local t4, h100 = timed(a, 0), timed(b, 1)
+    near(4 * T("t4", "gemm", { m = 1024, n = 1024, k = 1024 }), t4)
+    near(4 * T("h100", "gemm", { m = 1024, n = 1024, k = 1024 }), h100)
     -- 8.3x the FP32 peak, but 1024 x 1024 fills 64 tiles: 80% of a T4's two waves, 48% of an H100's one
     assert.is_true(t4 > 3 * h100, string.format("t4 %g, h100 %g", t4, h100))
   end)
