@@ -130,7 +130,9 @@ describe("devices", function()
       end)
     end
 
-    it("get_device_name and get_device_properties describe a simulated device", function()
+    it("get_device_name and get_device_properties describe a simulated device with no model (host)", function()
+      local old = torch.cuda._set_gpu_model("host")
+      finally(function() torch.cuda._set_gpu_model(old) end)
       sim(3, 2 << 30)
       assert.are.equal("gshell simulated GPU", torch.cuda.get_device_name(2))
       assert.are.equal("gshell simulated GPU", torch.cuda.get_device_name())
@@ -152,6 +154,38 @@ describe("devices", function()
       assert.are.equal("torch.cuda.get_device_properties: cuda:3 is not available: there is 1 simulated CUDA device "
         .. "(cuda:0)", err(torch.cuda.get_device_properties, 3))
       assert.matches("expected a CUDA device, got cpu", err(torch.cuda.get_device_name, "cpu"), nil, true)
+    end)
+
+    it("a modelled device has its GPU's name, compute capability, SMs and memory (issue 29)", function()
+      local old = torch.cuda._set_gpu_model("v100,a100,h200")
+      finally(function() torch.cuda._set_gpu_model(old) end)
+      sim(4)
+      assert.are.equal("Tesla V100-SXM2-16GB (simulated)", torch.cuda.get_device_name(0))
+      assert.are.equal("NVIDIA A100-SXM4-80GB (simulated)", torch.cuda.get_device_name(1))
+      local p = torch.cuda.get_device_properties(2)
+      assert.are.equal("NVIDIA H200 (simulated)", p.name)
+      assert.are.same({ 9, 0, 132, 141 << 30 }, { p.major, p.minor, p.multi_processor_count, p.total_memory })
+      -- past the list: its last name
+      assert.are.equal("NVIDIA H200 (simulated)", torch.cuda.get_device_name(3))
+      p = torch.cuda.get_device_properties(0)
+      assert.are.same({ 7, 0, 80, 16 << 30 }, { p.major, p.minor, p.multi_processor_count, p.total_memory })
+      assert.are.same({ 8, 0 }, { torch.cuda.get_device_capability("cuda:1") })
+      -- GSHELL_SIM_MEM (here the cap) wins over the model's memory
+      sim(2, 1 << 30)
+      assert.are.equal(1 << 30, torch.cuda.get_device_properties(1).total_memory)
+      -- the default when GSHELL_GPU_MODEL is unset: a V100 (docs/gpu-models.md says why)
+      torch.cuda._set_gpu_model("v100")
+      assert.are.equal("v100", torch.cuda.gpu_model(0).key)
+      torch.cuda._set_gpu_model("T4")
+      assert.are.equal("Tesla T4 (simulated)", torch.cuda.get_device_name(1))
+      assert.is_nil(torch.cuda.gpu_model("cuda:5"))
+      assert.are.equal("unknown GPU model 'x100'; the known ones are t4, v100, a100, h100, h200, or host "
+        .. "(this machine's own time)", err(torch.cuda.gpu_model, "x100"))
+      assert.matches("torch.cuda._set_gpu_model: unknown GPU model 'b200'; the known ones are t4, v100, a100, "
+        .. "h100, h200, or host", err(torch.cuda._set_gpu_model, "v100,b200"), nil, true)
+      assert.matches("wants GPU model names separated by commas", err(torch.cuda._set_gpu_model, "v100,"), nil, true)
+      assert.are.equal("T4", torch.cuda._set_gpu_model("host")) -- a refused value changed nothing
+      assert.is_nil(torch.cuda.gpu_model(0))
     end)
 
     it("synchronize waits for one device or all", function()
@@ -320,7 +354,9 @@ describe("devices", function()
       sim(3, 1 << 30)
       local keep = torch.ones(1024, 1024, { device = "cuda:2" }) -- 4 MiB
       local text = torch.cuda.smi_text()
-      for i = 0, 2 do assert.matches("\n|%s+" .. i .. "  gshell simulated GPU%s+Yes |", text) end
+      -- the default model: its own name in the row, the Simulated column says the rest
+      for i = 0, 2 do assert.matches("\n|%s+" .. i .. "  Tesla V100%-SXM2%-16GB%s+Yes |", text) end
+      assert.matches("Each models a Tesla V100-SXM2-16GB (v100)", text, nil, true)
       assert.matches(" 4MiB / 1024MiB", text, nil, true)
       assert.matches("Simulated GPUs: 3", text, nil, true)
       assert.matches("No real GPU is used", text, nil, true)

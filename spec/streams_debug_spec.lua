@@ -256,8 +256,19 @@ describe("streams: sync debug mode", function()
 end)
 
 describe("streams: Ctrl-C during a wait", function()
-  setup(function() gc(); saved_n, saved_cap = torch._sim_configure(2) end)
-  teardown(function() gc(); torch._sim_configure(saved_n, saved_cap) end)
+  -- real seconds (the interrupt comes after 0.2 s of this machine's time):
+  -- no GPU model (issue 29)
+  local saved_model
+  setup(function()
+    gc()
+    saved_model = torch.cuda._set_gpu_model("host")
+    saved_n, saved_cap = torch._sim_configure(2)
+  end)
+  teardown(function()
+    gc()
+    torch._sim_configure(saved_n, saved_cap)
+    torch.cuda._set_gpu_model(saved_model)
+  end)
 
   -- Ctrl-C stops the host's wait, never the device (CUDA's rule, issue 23
   -- High 1): the work queued before it runs on, so a tensor it fills holds

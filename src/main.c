@@ -16,6 +16,7 @@
 
 #include "core/gs_common.h"
 #include "core/gs_device.h"
+#include "core/gs_gpu_model.h"
 #include "distributed/gs_dist.h"
 #include "bind/lua_gs.h"
 #include "shell/repl.h"
@@ -34,6 +35,8 @@ static const char usage_text[] =
   "  -l mod         require mod into the global of that name\n"
   "  -i             enter the prompt after running the script/-e\n"
   "  --sim-gpus N   simulate N CUDA devices in host memory (GSHELL_SIM_MEM caps each)\n"
+  "  --gpu-model M  the GPU each simulated device models: t4, v100 (default), a100,\n"
+  "                 h100, h200 or host, or one per device: v100,a100 (GSHELL_GPU_MODEL)\n"
   "  --notebook F   run F cell by cell (cells start at '-- %%%%' lines), Jupyter-style\n"
   "  --md OUT       with --notebook: also write the session as Markdown to OUT\n"
   "  --check DOC    run DOC's ```lua blocks, compare with their ```output blocks\n"
@@ -55,7 +58,7 @@ static const char usage_text[] =
 typedef struct {
   int interactive, version, help, repl_stdin, update, has_e, install_kernel, user, lesson, restart;
   int script;          /* argv index of the script, or 0 */
-  const char *notebook, *md, *check, *sim_gpus, *kernel, *prefix, *lesson_name, *trace;
+  const char *notebook, *md, *check, *sim_gpus, *gpu_model, *kernel, *prefix, *lesson_name, *trace;
 } options;
 
 static void usage_error(const char *msg, const char *arg) {
@@ -110,12 +113,13 @@ static int parse_args(int argc, char **argv, options *o) {
       if (a[1] == 'e') o->has_e = 1;
       i++;
     } else if (is_opt(a, "--sim-gpus") || is_opt(a, "--notebook") || is_opt(a, "--md") ||
-               is_opt(a, "--check")) {
+               is_opt(a, "--check") || is_opt(a, "--gpu-model")) {
       const char *name = a[2] == 's' ? "--sim-gpus" : a[2] == 'n' ? "--notebook"
-                       : a[2] == 'm' ? "--md" : "--check";
+                       : a[2] == 'm' ? "--md" : a[2] == 'g' ? "--gpu-model" : "--check";
       const char *v = opt_value(argc, argv, &i, name);
       if (v == NULL) { usage_error("missing argument after", name); return -1; }
       if (name[2] == 's') o->sim_gpus = v;
+      else if (name[2] == 'g') o->gpu_model = v;
       else if (name[2] == 'n') o->notebook = v;
       else if (name[2] == 'm') o->md = v;
       else o->check = v;
@@ -245,6 +249,7 @@ static int run_e_and_l(lua_State *L, int argc, char **argv, const options *o) {
       if (st == LUA_OK) lua_setglobal(L, mod);
     } else {
       if (strcmp(argv[i], "--sim-gpus") == 0 || strcmp(argv[i], "--notebook") == 0 ||
+          strcmp(argv[i], "--gpu-model") == 0 ||
           strcmp(argv[i], "--md") == 0 || strcmp(argv[i], "--check") == 0 ||
           strcmp(argv[i], "--kernel") == 0 || strcmp(argv[i], "--prefix") == 0 ||
           strcmp(argv[i], "--trace") == 0) i++;
@@ -345,6 +350,13 @@ int main(int argc, char **argv) {
       return 1;
     }
     setenv("GSHELL_SIM_GPUS", o.sim_gpus, 1);
+  }
+  if (o.gpu_model) {
+    if (gs_gpu_model_check("--gpu-model", o.gpu_model) != GS_OK) {
+      usage_error(gs_last_error(), NULL);
+      return 1;
+    }
+    setenv("GSHELL_GPU_MODEL", o.gpu_model, 1);
   }
   /* A kernel whose kernelspec does not set GSHELL_SIM_GPUS (the README's
    * `--install-kernel --user`), on a machine with no CUDA GPU, simulates

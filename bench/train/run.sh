@@ -31,7 +31,7 @@ rounds=${BENCH_TRAIN_ROUNDS:-3}
 : >"$tmp/pytorch"
 for r in $(seq "$rounds"); do
   echo "bench/train: gshell, round $r of $rounds" >&2
-  GSHELL_SIM_GPUS=2 lua5.4 bench/train/steps.lua >>"$tmp/gshell"
+  GSHELL_SIM_GPUS=2 GSHELL_GPU_MODEL=host lua5.4 bench/train/steps.lua >>"$tmp/gshell"
   echo "bench/train: pytorch, round $r of $rounds" >&2
   $PY bench/train/steps.py all "$tmp" >>"$tmp/pytorch"
 done

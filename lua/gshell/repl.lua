@@ -110,7 +110,9 @@ function M.banner(kernel)
     end
     lines[1] = head .. ": CPU + " .. kind
     for _, d in ipairs(devs) do
-      lines[#lines + 1] = string.format("  cuda:%d  %s%s%s", d.index, tostring(d.name or "?"),
+      -- a modelled device's name ends in "(simulated)": [simulated] says it once
+      local name = tostring(d.name or "?"):gsub(" %(simulated%)$", "")
+      lines[#lines + 1] = string.format("  cuda:%d  %s%s%s", d.index, name,
         d.total and ("  " .. magics.fmt_bytes(d.total)) or "", d.simulated and "  [simulated]" or "")
     end
     local auto = kernel and os.getenv("GSHELL_KERNEL_SIM_AUTO")

@@ -166,7 +166,9 @@ function cuda.smi_text()
     local util = cuda.utilization(i)
     local st = cuda.memory_stats(i)
     local kernels = st.num_kernels and tostring(st.num_kernels) or "N/A"
-    line("| " .. pad(string.format("%3d  %s", i, p.name), 33) .. pad(p.simulated and "Yes" or "No", 6, true) .. " | "
+    -- the Simulated column says it: the row has the modelled GPU's own name
+    local name = p.name:gsub(" %(simulated%)$", "")
+    line("| " .. pad(string.format("%3d  %s", i, name), 33) .. pad(p.simulated and "Yes" or "No", 6, true) .. " | "
       .. pad(mib(used) .. " / " .. mib(total), 20, true) .. " | "
       .. pad((util and (util .. "%") or "N/A"), 8, true) .. "  " .. pad(kernels, 7, true) .. "   |")
     line(sep3)
@@ -188,6 +190,16 @@ function cuda.smi_text()
     line(string.format("%s simulated by gshell: each has its own memory accounting (capped at %s),",
       n == 1 and "This GPU is" or ("These " .. n .. " GPUs are"), M.format_bytes(cuda.get_device_properties(0).total_memory)))
     line("but the memory is host memory and the kernels run on the CPU. No real GPU is used.")
+    -- which GPUs they stand for (issue 29: GSHELL_GPU_MODEL, --gpu-model)
+    local models, seen = {}, {}
+    for i = 0, n - 1 do
+      local m = cuda.gpu_model(i)
+      local key = m and (m.name .. " (" .. m.key .. ")") or "no GPU: this machine's own time (host)"
+      if not seen[key] then seen[key] = true; models[#models + 1] = key end
+    end
+    local lead = #models > 1 and "They model: " or n == 1 and "It models a " or "Each models a "
+    line(lead .. table.concat(models, ", ")
+      .. "; torch.cuda.gpu_model(i) gives the figures.")
     local cold = cuda._sim_context_ms()
     if cold > 0 then
       line(string.format("Cold start modelled: the first use of each device in this process waits %d ms, as creating", cold))

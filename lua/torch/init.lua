@@ -63,6 +63,9 @@ torch.cuda.comm = require("torch.cuda_comm")
 -- torch.cuda.libraries() from then on) as a real GPU's first collective would.
 torch.cuda.nccl = { version = torch._comm.nccl_version }
 
+-- torch.backends.cuda.matmul.allow_tf32 (issue 29: the GPU models' time).
+torch.backends = require("torch.backends")
+
 -- require("torchvision"): the data sets and transforms (lua/torch/vision/),
 -- loaded on first use.
 package.preload.torchvision = package.preload.torchvision or function() return require("torch.vision") end

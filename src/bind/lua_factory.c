@@ -8,6 +8,7 @@
 #include <time.h>
 #include "autograd/gs_autograd.h"
 #include "bind/lua_gs.h"
+#include "core/gs_model_clock.h"
 
 typedef struct {
   gs_device device;
@@ -377,10 +378,14 @@ static int l_manual_seed(lua_State *L) {
 }
 static int l_initial_seed(lua_State *L) { lua_pushinteger(L, (lua_Integer)gs_initial_seed()); return 1; }
 
+/* The host's clock: real time, plus what the modelled GPUs add (issue 29,
+ * core/gs_model_clock.h); torch._real_clock(): this machine's own time. */
 static int l_clock(lua_State *L) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  lua_pushnumber(L, gs_mclock_host_now());
+  return 1;
+}
+static int l_real_clock(lua_State *L) {
+  lua_pushnumber(L, gs_mclock_real_now());
   return 1;
 }
 
@@ -391,7 +396,7 @@ void gsL_open_factory(lua_State *L) {
     {"tensor", l_tensor}, {"ones", l_ones}, {"zeros", l_zeros}, {"empty", l_empty}, {"Tensor", l_empty},
     {"full", l_full}, {"rand", l_rand}, {"randn", l_randn}, {"randint", l_randint},
     {"randperm", l_randperm}, {"arange", l_arange}, {"linspace", l_linspace}, {"eye", l_eye},
-    {"manual_seed", l_manual_seed}, {"initial_seed", l_initial_seed}, {"clock", l_clock},
+    {"manual_seed", l_manual_seed}, {"initial_seed", l_initial_seed}, {"clock", l_clock}, {"_real_clock", l_real_clock},
     {"is_tensor", l_is_tensor}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   static const char *likes[] = {"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like"};

@@ -111,6 +111,10 @@ typedef struct gs_backend {
   bool host_memory;
   /* optional (NULL on the cpu): name, memory size, compute capability */
   gs_status (*properties)(int index, gs_device_props *out);
+  /* optional: the GPU model (core/gs_gpu_model.h) the device's time
+   * follows; NULL, or a NULL slot, when it keeps real time (simulated GPUs
+   * on the "host" model, real GPUs, the cpu) */
+  const struct gs_gpu_model *(*gpu_model)(int index);
   /* optional: percent of wall time the device ran kernels since the
    * previous call; NULL when the backend cannot tell */
   int (*utilization)(int index);

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include "core/gs_backend.h"
 #include "core/gs_device.h"
+#include "core/gs_gpu_model.h"
 
 static const gs_backend *registered[GS_BACKEND_KINDS];
 
@@ -85,6 +86,8 @@ gs_status gs_sim_env(int *gpus, size_t *mem) {
   GS_TRY(check_int_env("GSHELL_NUM_THREADS", 1, 1024, "threads"));
   if (n && *n) GS_TRY(gs_parse_sim_gpus("GSHELL_SIM_GPUS", n, gpus));
   if (m && *m) GS_TRY(gs_parse_mem_size("GSHELL_SIM_MEM", m, mem));
+  const char *g = getenv("GSHELL_GPU_MODEL");
+  if (g && *g) GS_TRY(gs_gpu_model_check("GSHELL_GPU_MODEL", g));
   return GS_OK;
 }
 

@@ -27,9 +27,11 @@
 #include <time.h>
 #include "backend/cpu/backend_cpu.h"
 #include "backend/sim/backend_sim.h"
+#include "backend/sim/sim_clock.h"
 #include "backend/sim/sim_queue.h"
 #include "core/gs_alloc_host.h"
 #include "core/gs_block_pool.h"
+#include "core/gs_gpu_model.h"
 #include "core/gs_op_names.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
@@ -73,8 +75,12 @@ static void seg_free(void *ctx, void *p, size_t n) {
   free(p);
 }
 
-/* Total memory a simulated device reports: its cap, or 16 GiB. */
-static size_t sim_total(int i) { return devs[i].cap ? devs[i].cap : SIM_DEFAULT_TOTAL; }
+/* Total memory a simulated device reports: its cap (GSHELL_SIM_MEM), else
+ * its GPU model's memory, else ("host") 16 GiB. */
+static size_t sim_total(int i) {
+  const gs_gpu_model *m = gs_gpu_model_of(i);
+  return devs[i].cap ? devs[i].cap : m ? (size_t)m->mem_bytes : SIM_DEFAULT_TOTAL;
+}
 
 static int context_ms; /* GSHELL_SIM_CONTEXT_MS: the modelled cost of a device's first use */
 
@@ -193,16 +199,19 @@ static size_t sim_pool_allocated(int i) {
 
 static void sim_reset_peak(int i) { gs_pool_reset_peak(&devs[i].pool); }
 
-/* Reports compute capability 8.0 (a modern device, so feature checks
- * pass) and one multiprocessor per host core of its share (the cores
- * divided among the devices: its kernels run on that many threads). */
+/* A modelled device (gs_gpu_model.h) reports its GPU's name with
+ * "(simulated)", compute capability and SM count. With "host": compute
+ * capability 8.0 (a modern device, so feature checks pass) and one
+ * multiprocessor per host core of its share (the cores divided among the
+ * devices: its kernels run on that many threads). */
 static gs_status sim_properties(int i, gs_device_props *p) {
   memset(p, 0, sizeof *p);
-  snprintf(p->name, sizeof p->name, "gshell simulated GPU");
+  const gs_gpu_model *m = gs_gpu_model_of(i);
+  snprintf(p->name, sizeof p->name, "%s%s", m ? m->name : "gshell simulated GPU", m ? " (simulated)" : "");
   p->total_memory = sim_total(i);
-  p->major = 8;
-  p->minor = 0;
-  p->multi_processor_count = gs_queue_cores();
+  p->major = m ? m->major : 8;
+  p->minor = m ? m->minor : 0;
+  p->multi_processor_count = m ? m->sms : gs_queue_cores();
   p->simulated = true;
   return GS_OK;
 }
@@ -487,7 +496,11 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
     /* (nothing of dst is written before this wait ends: Ctrl-C may stop it) */
     GS_TRY(gs_buffer_host_wait_before_write(src->buf, "a copy to the host"));
     uint64_t t0 = gs_prof_on() ? gs_prof_now_ns() : 0;
+    int sd = src->buf->device.index;
+    uint64_t r0 = gs_gpu_model_of(sd) ? gs_prof_now_ns() : 0;
     gs_status st = gs_cpu_copy(dst, src);
+    /* a modelled GPU: the copy takes its PCIe time, not this one (issue 29) */
+    if (r0) gs_simclock_host_copy(sd, bytes, dst->buf->pinned, gs_prof_now_ns() - r0);
     if (t0) {
       gs_prof_event e = {"copy_d2h", GS_PROF_COPY, GS_CUDA, src->buf->device.index, src->buf->stream,
                          t0, gs_prof_now_ns(), bytes, 0};
@@ -590,7 +603,8 @@ static const gs_streams sim_streams = {
 
 #define SIM_SLOTS                                                            \
   .configure = gs_sim_configure, .context_ms = gs_sim_context_ms,            \
-  .properties = sim_properties, .utilization = sim_utilization,              \
+  .properties = sim_properties, .gpu_model = gs_gpu_model_of,                \
+  .utilization = sim_utilization,                                            \
   .alloc = sim_alloc, .free = sim_free, .count_oom = sim_count_oom,          \
   .empty_cache = sim_empty_cache,                                            \
   .mem_stats = sim_mem_stats, .pool_allocated = sim_pool_allocated,          \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "backend/sim/sim_clock.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
 #include "backend/sim/sim_queue.h"
@@ -60,6 +61,7 @@ struct gs_event {
   uint64_t config;                /* the configuration it was recorded in (config_gen) */
   _Atomic uint64_t stamp_ns;      /* when the marker ran (0: not yet, or dropped) */
   _Atomic uint64_t generation;    /* bumped by each record: only its own marker stamps */
+  double mstamp;                  /* its modelled time (sim_clock.h), <0: not modelled */
 };
 
 static device devs[GS_QUEUE_MAX_DEVICES];
@@ -317,6 +319,7 @@ void gs_queue_configure(int n, int cores) {
   }
   ndevs = n < 0 ? 0 : n > GS_QUEUE_MAX_DEVICES ? GS_QUEUE_MAX_DEVICES : n;
   cores_each = cores < 1 ? 1 : cores;
+  gs_simclock_reset();
   ready = true;
 }
 
@@ -409,7 +412,7 @@ static bool need_interrupt(bool any_op) { return gs_interrupted && (any_op || gs
  * as in CUDA), never the device: the work queued so far runs on, so every
  * tensor it fills holds its right value once it is read (that read waits
  * for it). Polls the flag every 20 ms while blocked. */
-static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
+static gs_status host_wait_stream_real(stream *s, uint64_t seq, bool any_op) {
   if (completed_of(s) >= seq) return GS_OK;
   uint64_t t0 = gs_prof_on() ? now_ns() : 0;
   bool stopped = false;
@@ -432,6 +435,15 @@ static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
     gs_prof_record(&e);
   }
   return GS_OK;
+}
+
+/* The wait, and on a device that models a GPU the host clock's jump to
+ * the work's modelled end (issue 29, sim_clock.h). */
+static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
+  uint64_t token = gs_simclock_wait_begin(s->dev);
+  gs_status st = host_wait_stream_real(s, seq, any_op);
+  gs_simclock_wait_end(s->dev, s->id, seq, token);
+  return st;
 }
 
 static gs_status host_wait_stream(stream *s, uint64_t seq) { return host_wait_stream_ex(s, seq, false); }
@@ -487,6 +499,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   bool counts = !gs_interruptible() && writes_callers(t);
   uint64_t seq = s->enqueued + 1;
   t->seq = seq;
+  gs_simclock_submit(t, id, seq); /* its modelled time (issue 29), before the worker may take it */
   for (int k = 0; k < t->ntensors; k++) note_use(t->orig[k], t->dev, id, seq);
   pthread_mutex_lock(&s->lock);
   s->enqueued = seq;
@@ -705,6 +718,7 @@ gs_status gs_event_record(gs_event *e, int dev, int id) {
   e->stream = id;
   e->seq = seq;
   e->config = config_gen;
+  e->mstamp = gs_simclock_end(dev, id, seq);
   return GS_OK;
 }
 
@@ -749,6 +763,10 @@ gs_status gs_event_elapsed(gs_event *a, gs_event *b, double *ms) {
   if (!event_done(a) || !event_done(b))
     return gs_error("elapsed_time: both events must have completed (call e:synchronize() or "
                     "torch.cuda.synchronize() first)");
+  if (a->mstamp >= 0 && b->mstamp >= 0) { /* both on modelled devices: the modelled time */
+    *ms = (b->mstamp - a->mstamp) * 1e3;
+    return GS_OK;
+  }
   uint64_t ta = atomic_load_explicit(&a->stamp_ns, memory_order_acquire);
   uint64_t tb = atomic_load_explicit(&b->stamp_ns, memory_order_acquire);
   if (!ta || !tb) return gs_error("elapsed_time: an event's marker never ran; record it again");

@@ -1,0 +1,33 @@
+/* gs_model_clock.h: the host's clock beside devices that model a GPU
+ * (gs_gpu_model.h; issue 29, docs/time-model.md, "The modelled clock").
+ *
+ * The host's clock is this machine's real time, minus the real time the
+ * host spent waiting for modelled devices (their work was computed here,
+ * far slower than the modelled GPU would do it), plus what the model adds:
+ * the driver's cost per launch and per synchronisation, and, when the host
+ * waits for a device, a jump to that work's modelled end. With no modelled
+ * device ("host"), nothing is subtracted or added: the clock is real time.
+ *
+ * A backend whose devices model a GPU keeps their modelled times itself
+ * (the simulated GPUs: backend/sim/sim_clock.h) and corrects the host's
+ * clock through the two calls below. One lock; any thread may read. */
+#ifndef GS_MODEL_CLOCK_H
+#define GS_MODEL_CLOCK_H
+
+/* The host's clock, seconds (torch.clock()); real time with no model. */
+double gs_mclock_host_now(void);
+/* The real clock, seconds (what computing it here took). */
+double gs_mclock_real_now(void);
+/* The host paid s seconds more than its real work (a launch's driver
+ * cost); returns the clock after it. */
+double gs_mclock_host_add(double s);
+/* The host spent real_s real seconds on a modelled device's work (a copy
+ * it did itself): taken out; returns the clock after it. */
+double gs_mclock_host_exclude(double real_s);
+/* The host waited real_s real seconds for a modelled device's work, which
+ * ends at `until` on this clock, then paid extra_s (a synchronisation's
+ * driver cost): the real wait is taken out, the clock jumps to `until`
+ * if it is behind, then extra_s is added. */
+void gs_mclock_host_waited(double real_s, double until, double extra_s);
+
+#endif
