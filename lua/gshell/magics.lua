@@ -111,13 +111,30 @@ local function compile_loop(session, stmt)
   return f()
 end
 
--- Seconds taken by `loop(n)`, devices synchronised before and after.
-local function time_loop(loop, n)
+-- The GPU model the current device's time follows (issue 29), or nil:
+-- a CPU-only session, a real GPU, or simulated GPUs on "host".
+local function current_model()
+  local t = torch_mod()
+  local cuda = t and t.cuda
+  if type(cuda) ~= "table" or type(cuda.gpu_model) ~= "function" or type(t.clock) ~= "function" then return nil end
+  local ok, m = pcall(function()
+    if cuda.device_count() == 0 then return nil end
+    return cuda.gpu_model(cuda.current_device())
+  end)
+  return ok and m or nil
+end
+M.current_model = current_model
+
+-- Seconds taken by `loop(n)`, devices synchronised before and after: this
+-- machine's real time, and the host's modelled clock (torch.clock) when
+-- `modelled` (it then reads what the modelled GPU would take).
+local function time_loop(loop, n, modelled)
   synchronize()
-  local t0 = clock()
+  local t = modelled and torch_mod()
+  local t0, m0 = clock(), t and t.clock()
   loop(n)
   synchronize()
-  return clock() - t0
+  return clock() - t0, t and t.clock() - m0
 end
 
 -- What `r = %timeit -o stmt` gives: shows as IPython's TimeitResult.
@@ -129,11 +146,26 @@ TimeitResult.__tostring = function(r)
     thousands(r.loops), r.loops == 1 and "" or "s")
 end
 
+-- mean and standard deviation of xs[1..n]
+local function mean_std(xs, n)
+  local mean = 0
+  for i = 1, n do mean = mean + xs[i] end
+  mean = mean / n
+  local var = 0
+  for i = 1, n do var = var + (xs[i] - mean) ^ 2 end
+  return mean, math.sqrt(var / n)
+end
+
+-- Loops and runs are chosen by this machine's real time (so %timeit stays
+-- interactive however fast the modelled GPU is); on a modelled device the
+-- line reports the modelled time per loop and, beside it, what computing
+-- it here took (issue 29). When the two agree (CPU work), one is shown.
 magics.timeit = function(session, rest)
   local opts, stmt = split_opts(rest, { n = "number", r = "number", o = "flag", q = "flag" })
   if stmt == "" then error("usage: %timeit [-n loops] [-r runs] statement", 0) end
   local loop = compile_loop(session, stmt)
-  local timings = {}
+  local model = current_model()
+  local timings, modelled = {}, {}
   time_loop(loop, 1)                                  -- warm up: caches, lazy init
   local number = opts.n
   if not number then
@@ -142,8 +174,8 @@ magics.timeit = function(session, rest)
     while true do
       for _, m in ipairs({ 1, 2, 5 }) do
         number = base * m
-        local t = time_loop(loop, number)
-        if t >= 0.2 then timings[1] = t; break end
+        local t, mt = time_loop(loop, number, model)
+        if t >= 0.2 then timings[1], modelled[1] = t, mt; break end
       end
       if timings[1] or base >= 1e9 then break end
       base = base * 10
@@ -151,30 +183,38 @@ magics.timeit = function(session, rest)
   end
   local runs = opts.r
   if not runs then
-    local one = timings[1] or time_loop(loop, number)
-    timings[1] = one
-    runs = math.max(1, math.min(7, math.floor(2.0 / math.max(one, 1e-9))))
+    if not timings[1] then timings[1], modelled[1] = time_loop(loop, number, model) end
+    runs = math.max(1, math.min(7, math.floor(2.0 / math.max(timings[1], 1e-9))))
   end
-  for i = #timings + 1, runs do timings[i] = time_loop(loop, number) end
-  for i = runs + 1, #timings do timings[i] = nil end
-  local mean = 0
-  for i = 1, runs do timings[i] = timings[i] / number; mean = mean + timings[i] end
-  mean = mean / runs
-  local var = 0
-  for i = 1, runs do var = var + (timings[i] - mean) ^ 2 end
-  local std = math.sqrt(var / runs)
+  for i = #timings + 1, runs do timings[i], modelled[i] = time_loop(loop, number, model) end
+  for i = runs + 1, #timings do timings[i], modelled[i] = nil, nil end
+  for i = 1, runs do
+    timings[i] = timings[i] / number
+    if model then modelled[i] = modelled[i] / number end
+  end
+  local real_mean = mean_std(timings, runs)
+  -- the modelled clock is what the learner's GPU would show
+  local shown = timings
+  if model then
+    local mmean = mean_std(modelled, runs)
+    if math.abs(mmean - real_mean) > 0.05 * real_mean then shown = modelled else model = nil end
+  end
+  local mean, std = mean_std(shown, runs)
   if not opts.q then
     io.stdout:write(string.format(
-      "%s ± %s per loop (mean ± std. dev. of %d run%s, %s loop%s each)\n",
-      M.format_time(mean), M.format_time(std), runs, runs == 1 and "" or "s",
-      thousands(number), number == 1 and "" or "s"))
+      "%s ± %s per loop%s (mean ± std. dev. of %d run%s, %s loop%s each)%s\n",
+      M.format_time(mean), M.format_time(std), model and (" modelled on a " .. model.name) or "",
+      runs, runs == 1 and "" or "s", thousands(number), number == 1 and "" or "s",
+      model and ("; computing it here took " .. M.format_time(real_mean) .. " per loop") or ""))
   end
   if opts.o then
     local best, worst = math.huge, 0
-    for i = 1, runs do best = math.min(best, timings[i]); worst = math.max(worst, timings[i]) end
-    return setmetatable({ mean = mean, std = std, runs = runs, loops = number, timings = timings,
+    for i = 1, runs do best = math.min(best, shown[i]); worst = math.max(worst, shown[i]) end
+    return setmetatable({ mean = mean, std = std, runs = runs, loops = number, timings = shown,
       -- IPython's TimeitResult names (seconds per loop)
-      average = mean, stdev = std, best = best, worst = worst, all_runs = timings, ["repeat"] = runs },
+      average = mean, stdev = std, best = best, worst = worst, all_runs = shown, ["repeat"] = runs,
+      -- on a modelled device: what computing it here took, per loop
+      real = model and real_mean or nil, model = model and model.key or nil },
       TimeitResult)
   end
 end

@@ -1,24 +1,26 @@
 -- gshell.sim_speed: what the learner is told about the speed of simulated
 -- GPUs, in one place (the lesson banner and the lenet lesson's last step
--- use it). True for today's simulated devices: they compute with this
--- machine's CPU cores on their own thread, and take no modelled time.
--- When simulated devices model a real GPU's time, change the words here.
+-- use it). Simulated devices compute with this machine's CPU cores and,
+-- unless the model is "host", report the time a real GPU would take
+-- (issue 29, docs/time-model.md).
 local M = {}
 
 -- The lesson banner's sentence (after "backed by host memory.").
 M.banner = "They behave like GPUs (separate memories, copies, errors) and compute with this machine's CPU " ..
-  "cores, so the work itself is no faster; a training loop may still end sooner on one, because the host " ..
-  "loads the next batch while the simulated GPU computes."
+  "cores; the time they report (torch.clock, d2l.Timer, %timeit, events) is modelled on a real GPU, a V100 " ..
+  "unless --gpu-model names another (--gpu-model host keeps this machine's own time)."
 
 -- The lenet lesson's "CPU against the GPU" step.
 M.compare = [[
-Simulated GPUs compute with this machine's CPU cores, on their own
-thread. On the CPU the host does everything in turn: load a batch,
-compute, load the next. On a simulated GPU the host only queues the
-work, so it loads the next batch while the device computes the last one:
-the two overlap, and the GPU's epoch can take about half the time. That
-is the overlap, not a faster chip. On a real GPU LeNet's convolutions
-themselves run many times faster than on a CPU, and every wait leaves the
-GPU idle while the host catches up.]]
+Simulated GPUs compute with this machine's CPU cores, but the time they
+report is modelled on a real GPU (a V100 unless --gpu-model or
+GSHELL_GPU_MODEL names another; docs/time-model.md): d2l.Timer reads the
+seconds that GPU would take for the device's work, plus the host's own
+real work (Lua, loading batches). On the CPU the host does everything in
+turn at this machine's speed. The GPU's epoch is much shorter: LeNet's
+convolutions run at the GPU's rate, and the host only queues the
+work, so it loads the next batch while the device computes the last one.
+With --gpu-model host a simulated GPU keeps this machine's time: it may
+still finish first, by that overlap alone.]]
 
 return M
