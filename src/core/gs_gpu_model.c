@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include "core/gs_gpu_model.h"
+#include "core/gs_model_clock.h"
 
 #define T 1e12
 #define GIB 1073741824.0
@@ -124,6 +125,7 @@ static void read_env(void) {
 
 gs_status gs_gpu_model_set(const char *spec) {
   pthread_once(&from_env, read_env);
+  gs_mclock_models_changed();
   return set_spec(spec);
 }
 

@@ -497,10 +497,10 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
     GS_TRY(gs_buffer_host_wait_before_write(src->buf, "a copy to the host"));
     uint64_t t0 = gs_prof_on() ? gs_prof_now_ns() : 0;
     int sd = src->buf->device.index;
-    uint64_t r0 = gs_gpu_model_of(sd) ? gs_prof_now_ns() : 0;
+    uint64_t r0 = gs_simclock_wait_begin(sd); /* 0 unless the device models a GPU */
     gs_status st = gs_cpu_copy(dst, src);
     /* a modelled GPU: the copy takes its PCIe time, not this one (issue 29) */
-    if (r0) gs_simclock_host_copy(sd, bytes, dst->buf->pinned, gs_prof_now_ns() - r0);
+    if (r0) gs_simclock_host_copy(sd, bytes, dst->buf->pinned, r0);
     if (t0) {
       gs_prof_event e = {"copy_d2h", GS_PROF_COPY, GS_CUDA, src->buf->device.index, src->buf->stream,
                          t0, gs_prof_now_ns(), bytes, 0};

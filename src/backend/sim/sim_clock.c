@@ -27,6 +27,7 @@ static ring *rings[GS_QUEUE_MAX_DEVICES][GS_QUEUE_STREAMS];
 static double res_free[GS_QUEUE_MAX_DEVICES][RES_COUNT];
 
 void gs_simclock_reset(void) {
+  gs_mclock_models_changed();
   pthread_mutex_lock(&lock);
   for (int i = 0; i < GS_QUEUE_MAX_DEVICES; i++) {
     for (int k = 0; k < GS_QUEUE_STREAMS; k++) {
@@ -117,7 +118,7 @@ void gs_simclock_submit(const gs_task *t, int stream, uint64_t seq) {
   pthread_mutex_unlock(&lock);
 }
 
-uint64_t gs_simclock_wait_begin(int dev) { return gs_gpu_model_of(dev) ? gs_prof_now_ns() : 0; }
+uint64_t gs_simclock_wait_begin(int dev) { return gs_gpu_model_of(dev) ? gs_mclock_wait_begin() : 0; }
 
 void gs_simclock_wait_end(int dev, int stream, uint64_t seq, uint64_t token) {
   const gs_gpu_model *m = gs_gpu_model_of(dev);
@@ -125,14 +126,14 @@ void gs_simclock_wait_end(int dev, int stream, uint64_t seq, uint64_t token) {
   pthread_mutex_lock(&lock);
   double e = end_locked(dev, stream, seq);
   pthread_mutex_unlock(&lock);
-  gs_mclock_host_waited((double)(gs_prof_now_ns() - token) * 1e-9, e, m->host_sync_s);
+  gs_mclock_host_waited(token, e, m->host_sync_s);
 }
 
-void gs_simclock_host_copy(int dev, uint64_t bytes, bool pinned, uint64_t real_ns) {
+void gs_simclock_host_copy(int dev, uint64_t bytes, bool pinned, uint64_t token) {
   const gs_gpu_model *m = gs_gpu_model_of(dev);
   if (!m || !valid(dev, 0)) return;
   /* the host clock once the real copy is taken out: the copy starts then */
-  double h = gs_mclock_host_exclude((double)real_ns * 1e-9);
+  double h = gs_mclock_host_exclude(token);
   pthread_mutex_lock(&lock);
   double start = max2(h, res_free[dev][RES_D2H]);
   double end = start + gs_gpu_copy_time(m, NULL, GS_COPY_D2H, pinned, (double)bytes);

@@ -38,8 +38,9 @@ double gs_simclock_end(int dev, int stream, uint64_t seq);
 uint64_t gs_simclock_wait_begin(int dev);
 void gs_simclock_wait_end(int dev, int stream, uint64_t seq, uint64_t token);
 /* A copy to the host that the host thread did itself (the engine copies
- * device memory to the host after waiting): real_ns of real work become
- * the modelled copy over PCIe. */
-void gs_simclock_host_copy(int dev, uint64_t bytes, bool pinned, uint64_t real_ns);
+ * device memory to the host after waiting), begun at token (from
+ * gs_simclock_wait_begin): its real time becomes the modelled copy over
+ * PCIe. */
+void gs_simclock_host_copy(int dev, uint64_t bytes, bool pinned, uint64_t token);
 
 #endif
