@@ -131,10 +131,13 @@ M.current_model = current_model
 local function time_loop(loop, n, modelled)
   synchronize()
   local t = modelled and torch_mod()
-  local t0, m0 = clock(), t and t.clock()
+  local t0, m0, e0 = clock(), t and t.clock(), t and t._model_events()
   loop(n)
+  -- (the loop launched or waited for nothing modelled: the model had no part in it)
+  local touched = t and t._model_events() ~= e0
   synchronize()
-  return clock() - t0, t and t.clock() - m0
+  local real = clock() - t0
+  return real, t and (touched and t.clock() - m0 or real)
 end
 
 -- What `r = %timeit -o stmt` gives: shows as IPython's TimeitResult.
@@ -159,7 +162,8 @@ end
 -- Loops and runs are chosen by this machine's real time (so %timeit stays
 -- interactive however fast the modelled GPU is); on a modelled device the
 -- line reports the modelled time per loop and, beside it, what computing
--- it here took (issue 29). When the two agree (CPU work), one is shown.
+-- it here took (issue 29). Work that launched nothing on a modelled
+-- device (CPU work, Lua) shows the one time.
 magics.timeit = function(session, rest)
   local opts, stmt = split_opts(rest, { n = "number", r = "number", o = "flag", q = "flag" })
   if stmt == "" then error("usage: %timeit [-n loops] [-r runs] statement", 0) end
@@ -196,8 +200,9 @@ magics.timeit = function(session, rest)
   -- the modelled clock is what the learner's GPU would show
   local shown = timings
   if model then
-    local mmean = mean_std(modelled, runs)
-    if math.abs(mmean - real_mean) > 0.05 * real_mean then shown = modelled else model = nil end
+    local same = true
+    for i = 1, runs do same = same and modelled[i] == timings[i] end
+    if same then model = nil else shown = modelled end
   end
   local mean, std = mean_std(shown, runs)
   if not opts.q then

@@ -389,6 +389,13 @@ static int l_real_clock(lua_State *L) {
   return 1;
 }
 
+/* torch._model_events(): launches and waits on modelled devices so far
+ * (%timeit shows one time for work that made none). */
+static int l_model_events(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)gs_mclock_events());
+  return 1;
+}
+
 static int l_is_tensor(lua_State *L) { lua_pushboolean(L, gsL_testtensor(L, 1) != NULL); return 1; }
 
 void gsL_open_factory(lua_State *L) {
@@ -397,6 +404,7 @@ void gsL_open_factory(lua_State *L) {
     {"full", l_full}, {"rand", l_rand}, {"randn", l_randn}, {"randint", l_randint},
     {"randperm", l_randperm}, {"arange", l_arange}, {"linspace", l_linspace}, {"eye", l_eye},
     {"manual_seed", l_manual_seed}, {"initial_seed", l_initial_seed}, {"clock", l_clock}, {"_real_clock", l_real_clock},
+    {"_model_events", l_model_events},
     {"is_tensor", l_is_tensor}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   static const char *likes[] = {"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like"};

@@ -14,6 +14,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static double excluded, added; /* the host clock's corrections, seconds */
 static double last_now;        /* the latest reading: the clock never goes back */
+static uint64_t events;        /* launches and waits on modelled devices, ever */
 
 /* The host thread's run delay: the time it was ready to run but waited
  * for a core (the kernel's schedstat). The simulated GPUs compute on this
@@ -96,6 +97,7 @@ double gs_mclock_host_now(void) {
 double gs_mclock_host_add(double s) {
   pthread_mutex_lock(&lock);
   follow_host_thread_locked();
+  events++;
   added += s;
   double h = host_now_locked(SAMPLE_SOMETIMES);
   pthread_mutex_unlock(&lock);
@@ -105,6 +107,7 @@ double gs_mclock_host_add(double s) {
 uint64_t gs_mclock_wait_begin(void) {
   pthread_mutex_lock(&lock);
   follow_host_thread_locked();
+  events++;
   uint64_t now = gs_prof_now_ns();
   sample_delay_locked(now, true);
   in_wait = true;
@@ -143,4 +146,11 @@ void gs_mclock_models_changed(void) {
   pthread_mutex_lock(&lock);
   active = false;
   pthread_mutex_unlock(&lock);
+}
+
+uint64_t gs_mclock_events(void) {
+  pthread_mutex_lock(&lock);
+  uint64_t n = events;
+  pthread_mutex_unlock(&lock);
+  return n;
 }

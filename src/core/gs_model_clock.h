@@ -37,6 +37,9 @@ double gs_mclock_host_exclude(uint64_t token);
  * (a synchronisation's driver cost): the wait's wall time is taken out,
  * the clock jumps to `until` if it is behind, then extra_s is added. */
 void gs_mclock_host_waited(uint64_t token, double until, double extra_s);
+/* How many launches and waits on modelled devices the host has made:
+ * unchanged across some work means the model had no part in its time. */
+uint64_t gs_mclock_events(void);
 /* The GPU models changed (gs_gpu_model_set) or the devices were
  * reconfigured: the run delay is followed again only once a modelled
  * device is used, so on "host" the clock is real time. */
