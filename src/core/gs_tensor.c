@@ -147,6 +147,8 @@ static gs_tensor *header_new(void) {
   t->grad_fn = NULL;
   t->has_grad_hook = false;
   t->grad_pending = 0;
+  t->base = NULL;
+  t->view_version = 0;
   return t;
 }
 
@@ -248,6 +250,7 @@ static void destroy(dead_obj d) {
   gs_tensor *t = d.obj;
   if (t->grad) gs_tensor_release(t->grad);
   if (t->grad_fn) gs_node_release_hook(t->grad_fn);
+  if (t->base) gs_tensor_release(t->base);
   gs_buffer_release(t->buf);
   header_free(t);
 }

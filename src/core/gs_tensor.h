@@ -52,6 +52,11 @@ typedef struct gs_tensor {
   struct gs_node *grad_fn;     /* NULL for leaves */
   bool has_grad_hook;          /* a leaf with post-accumulate-grad hooks */
   int grad_pending;            /* its edges still to run in this backward */
+  /* the tensor an autograd view op (x[i], x:view, x:t, ...) was taken
+   * from, never itself a view (held; NULL when not a view): an in-place
+   * write into the view changes the base's grad_fn (PyTorch's CopySlices) */
+  struct gs_tensor *base;
+  uint64_t view_version;       /* the buffer's version when a view's grad_fn was made */
 } gs_tensor;
 
 /* Buffers. gs_buffer_new fails with GS_ERR_OOM and a PyTorch-style message. */
