@@ -89,6 +89,13 @@ local CASES = {
     v:mul(w[{ { 1, 2 } }]):add(x[4]):sum():backward()
     return {}
   end,
+  ["a write PyTorch allows: nothing saved it"] = function(x, w)
+    local h = x * 1
+    local y = h:exp() + h * 2 + h / 4
+    h:add_(1)
+    y:mul(w):sum():backward()
+    return {}
+  end,
   ["copy into slice"] = function(x, w)
     local y = x * x
     y[{ { 2, 3 } }] = x[{ { 1, 2 } }] * 3
@@ -115,6 +122,13 @@ local REFUSALS = {
     local x = torch.tensor(X, { dtype = torch.float64, device = dev, requires_grad = true })
     local y = x:exp()
     y[{ { 2, 3 } }]:mul_(3)
+    y:sum():backward()
+  end,
+  ["saved input of log"] = function(dev)
+    local x = torch.tensor(X, { dtype = torch.float64, device = dev, requires_grad = true })
+    local h2 = (x * 1) * (x * 1)
+    local y = h2:log()
+    h2:add_(1)
     y:sum():backward()
   end,
   ["leaf"] = function(dev)
@@ -174,6 +188,20 @@ describe("in-place ops inside autograd (issue 31)", function()
     v:sum():backward()
     -- v = [x1 * x2, x2 * x3]: d/dx = [x2, x1 + x3, x2]
     assert.are.same({ 2, 4, 2 }, x.grad:tolist())
+  end)
+
+  it("a view holding its base makes no reference cycle: x.grad = a view of x is refused, a view made a leaf drops its base", function()
+    local x = torch.zeros(3)
+    local ok, err = pcall(function() x.grad = x[{}] end)
+    assert.is_false(ok)
+    assert.matches("a view of the tensor itself or of a tensor in an autograd graph", tostring(err))
+    x.grad = x[{}]:clone()
+    local Y = torch.zeros(3)
+    local v = Y[{ { 1, 1 } }]
+    v.requires_grad = true
+    Y[{ { 2, 2 } }] = v * 3
+    Y:sum():backward()
+    assert.are.same({ 3.0 }, v.grad:tolist())
   end)
 
   it("x:add_(y) with only y requiring grad puts x into the graph; no_grad writes are not recorded", function()

@@ -118,11 +118,20 @@ def view_joins(x):  # a view of a tensor outside the graph that joins it afterwa
     return ()
 
 
+def unsaved_input(x):  # exp saves its result, mul by a number and div by a number nothing:
+    h = x * 1              # writing h afterwards is allowed
+    y = h.exp() + h * 2 + h / 4
+    h.add_(1)
+    (y * W).sum().backward()
+    return ()
+
+
 for name, f, names in [("add_", add_, ()), ("mul_ tensor", mul_tensor, ("v",)), ("exp_", exp_, ()),
                        ("view mul_", view_mul_, ()), ("masked_fill_", masked_fill_, ()),
                        ("mask assign", mask_assign, ()), ("index assign", index_assign, ("K",)),
                        ("copy into slice", copy_slice, ()), ("stale view", stale_view, ()),
-                       ("view of a base that joins the graph", view_joins, ())]:
+                       ("view of a base that joins the graph", view_joins, ()),
+                       ("a write PyTorch allows: nothing saved it", unsaved_input, ())]:
     grads(name, f, *names)
 
 
@@ -148,6 +157,16 @@ def saved_double_view():
     y.sum().backward()
 
 
+def saved_by_log():
+    x = torch.tensor(X, requires_grad=True)
+    h = x * 1
+    y = (h * h).log()
+    h2 = h * h
+    y = h2.log()
+    h2.add_(1)
+    y.sum().backward()
+
+
 def leaf():
     torch.tensor(X, requires_grad=True).add_(1)
 
@@ -158,7 +177,8 @@ def leaf_view():
 
 
 for name, f in [("saved result", saved_result), ("saved input", saved_input),
-                ("saved, written through a view", saved_double_view), ("leaf", leaf), ("view of a leaf", leaf_view)]:
+                ("saved, written through a view", saved_double_view),
+                ("saved input of log", saved_by_log), ("leaf", leaf), ("view of a leaf", leaf_view)]:
     refusal(name, f)
 out.append("}")
 print("\n".join(out))

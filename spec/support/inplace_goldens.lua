@@ -10,9 +10,11 @@ return {
   ['copy into slice'] = { x = {-5.0, 9.0, 0.0, 0.75} },
   ['stale view'] = { x = {0.0, 6.0, -12.0, 0.0} },
   ['view of a base that joins the graph'] = { x = {-10.0, 0.0, 0.0, 2.0} },
+  ['a write PyTorch allows: nothing saved it'] = { x = {3.898721270700128, -5.07300959372038, 28.91716829679195, 2.1835000083063374} },
   ['saved result'] = { message = 'one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]], which is output 0 of ExpBackward0, is at version 1; expected version 0 instead.' },
   ['saved input'] = { message = 'one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [3]] is at version 1; expected version 0 instead.' },
   ['saved, written through a view'] = { message = 'one of the variables needed for gradient computation has been modified by an inplace operation: [torch.DoubleTensor [4]], which is output 0 of ExpBackward0, is at version 1; expected version 0 instead.' },
+  ['saved input of log'] = { message = 'one of the variables needed for gradient computation has been modified by an inplace operation: [torch.DoubleTensor [4]], which is output 0 of AddBackward0, is at version 1; expected version 0 instead.' },
   ['leaf'] = { message = 'a leaf Variable that requires grad is being used in an in-place operation.' },
   ['view of a leaf'] = { message = 'a view of a leaf Variable that requires grad is being used in an in-place operation.' },
 }

@@ -106,7 +106,10 @@ gs_status gs_node_check_saved(const gs_node *n) {
     if (!t || t->buf->version == n->saved_version[i]) continue;
     char shape[160], of[128] = "";
     gs_shape_str(t, shape, sizeof shape);
-    if (n->saved_of[i]) snprintf(of, sizeof of, ", which is output 0 of %s,", n->saved_of[i]);
+    /* PyTorch names a saved output's maker, and a saved input's grad_fn
+     * as it is now: the one its last recorded in-place write gave it */
+    const char *maker = !n->saved_out[i] && n->saved_of[i] && t->buf->writer ? t->buf->writer : n->saved_of[i];
+    if (maker) snprintf(of, sizeof of, ", which is output 0 of %s,", maker);
     return gs_error("one of the variables needed for gradient computation has been modified by an inplace "
                     "operation: [torch.%s%sTensor %s]%s is at version %llu; expected version %llu instead. Hint: "
                     "the tensor was changed in place after %s saved it; change a copy (x:clone()) or use the "
@@ -133,7 +136,10 @@ gs_status gs_ag_attach(gs_node *n, gs_tensor *out, gs_status s) {
   if (s != GS_OK) { gs_grad_fn_release(n); return s; }
   /* what the node saved of its own output was made by the node itself */
   for (int i = 0; i < GS_AG_MAX_SAVED; i++)
-    if (n->saved[i] && !n->saved_of[i] && n->saved[i]->buf == out->buf) n->saved_of[i] = n->name;
+    if (n->saved[i] && !n->saved_of[i] && n->saved[i]->buf == out->buf) {
+      n->saved_of[i] = n->name;
+      n->saved_out[i] = true;
+    }
   gs_node_attach(n, out);
   return GS_OK;
 }

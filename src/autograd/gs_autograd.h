@@ -29,6 +29,7 @@ struct gs_node {
   gs_tensor *saved[GS_AG_MAX_SAVED];
   uint64_t saved_version[GS_AG_MAX_SAVED];
   const char *saved_of[GS_AG_MAX_SAVED]; /* the node that made a saved tensor (NULL: none), for messages */
+  bool saved_out[GS_AG_MAX_SAVED];       /* a saved output of this node (else an input) */
   double scalar[2];
   int64_t ints[GS_MAX_DIMS];
   int nints;

@@ -106,6 +106,7 @@ static gs_status rebind_saved(gs_node *n, const gs_tensor *r, const gs_tensor *x
     n->saved[i] = v;
     n->saved_version[i] = x->buf->version;
     n->saved_of[i] = n->name;
+    n->saved_out[i] = true;
   }
   return GS_OK;
 }
@@ -133,6 +134,7 @@ static gs_status inplace_plain_base(gs_tensor *x, const ip_op *o) {
   if (s == GS_OK) {
     r->grad_fn->refcount++;
     set_grad_fn(x, r->grad_fn);
+    x->buf->writer = r->grad_fn->name;
   }
   gs_tensor_release(r);
   return s;
@@ -227,6 +229,7 @@ static gs_status inplace_view(gs_tensor *x, gs_tensor *base, const ip_op *o) {
     c->ints[0] = r->dtype;
     gs_ag_set_region(c, x, base);
     set_grad_fn(base, c);
+    base->buf->writer = c->name;
     /* the view's own grad_fn now reads its part of the base's */
     c->refcount++;
     gs_grad_fn_release(v->next_fn[0]); /* made before base's grad_fn became c */
@@ -298,6 +301,14 @@ gs_status gs_ag_normal_(gs_tensor *x, double mean, double std) {
 
 /* ---- a leaf's flags ---- */
 
+/* A view that becomes a leaf requiring grad (v.requires_grad = true,
+ * nn.Parameter(v)) stops being tracked as a view: its base's nodes may
+ * come to hold it (Y[2] = v * 3), and its base link would close a cycle. */
+static void drop_base(gs_tensor *x) {
+  gs_tensor_release(x->base);
+  x->base = NULL;
+}
+
 gs_status gs_ag_set_requires_grad(gs_tensor *x, bool on) {
   if (on && !gs_dtype_is_float(x->dtype))
     return gs_error("only Tensors of floating point dtype can require gradients (got %s)", gs_dtype_name(x->dtype));
@@ -305,6 +316,7 @@ gs_status gs_ag_set_requires_grad(gs_tensor *x, bool on) {
     return gs_error("you can only change requires_grad flags of leaf variables. If you want to use a computed "
                     "variable in a subgraph that doesn't require differentiation use var_no_grad = var:detach().");
   x->requires_grad = on;
+  if (on && !x->grad_fn) drop_base(x);
   return GS_OK;
 }
 
@@ -320,6 +332,7 @@ gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad) {
   if (x->grad_fn) return gs_error("nn.Parameter: expected a leaf tensor; use t:detach() first");
   x->is_param = true;
   x->requires_grad = requires_grad;
+  drop_base(x);
   return GS_OK;
 }
 
@@ -350,6 +363,28 @@ gs_status gs_ag_set_data(gs_tensor *x, const gs_tensor *y) {
   return GS_OK;
 }
 
+/* Whether x is reachable from g through .grad and a view's base (which
+ * the view holds), or g holds a base inside a graph (whose nodes may hold
+ * x): x.grad = g would then make a reference cycle, never freed. A base
+ * is never a view, so the recursion goes one base deeper each time. */
+static bool holds(const gs_tensor *g, const gs_tensor *x, int depth) {
+  for (const gs_tensor *t = g; t; t = t->grad) {
+    if (t == x) return true;
+    const gs_tensor *b = t->base;
+    if (b && (depth > 32 || b->grad_fn || holds(b, x, depth + 1))) return true;
+  }
+  return false;
+}
+
+static gs_status check_no_cycle(const gs_tensor *x, const gs_tensor *g) {
+  for (const gs_tensor *t = g->grad; t; t = t->grad)
+    if (t == x) return gs_error("assigned grad would make a cycle: the tensor is reachable through the grad's own .grad");
+  if (holds(g, x, 0))
+    return gs_error("assigned grad is a view of the tensor itself or of a tensor in an autograd graph (a view holds "
+                    "its base, so this would make a reference cycle); assign g:clone() instead");
+  return GS_OK;
+}
+
 gs_status gs_ag_set_grad(gs_tensor *x, gs_tensor *g) {
   if (g) {
     if (g == x) return gs_error("can't assign Variable as its own grad");
@@ -374,8 +409,7 @@ gs_status gs_ag_set_grad(gs_tensor *x, gs_tensor *g) {
     if (g->grad_fn)
       return gs_error("assigned grad has a grad_fn (%s): a .grad must not be part of an autograd graph; assign "
                       "g:detach() instead", gs_grad_fn_name(g->grad_fn));
-    for (const gs_tensor *t = g->grad; t; t = t->grad)
-      if (t == x) return gs_error("assigned grad would make a cycle: the tensor is reachable through the grad's own .grad");
+    GS_TRY(check_no_cycle(x, g));
     gs_tensor_retain(g);
   }
   gs_tensor_release(x->grad);

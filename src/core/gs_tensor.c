@@ -84,6 +84,7 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
   b->data = data;
   b->nbytes = nbytes;
   b->version = 0;
+  b->writer = NULL;
   b->stream = 0;
   b->nuses = 0;
   b->uses_lost = false;

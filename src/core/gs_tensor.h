@@ -20,6 +20,7 @@ typedef struct gs_buffer {
   void *data;           /* host or device pointer */
   size_t nbytes;
   uint64_t version;     /* bumped by every in-place write (autograd checks) */
+  const char *writer;   /* the grad_fn name the last recorded in-place write gave (autograd's messages) */
   /* queued devices (backend/sim/sim_queue.h): the stream the block belongs to, and
    * the queued work that uses it; uses_lost: more streams used it than
    * fit, so a host access waits for every stream */
