@@ -190,12 +190,19 @@ describe("in-place ops inside autograd (issue 31)", function()
     assert.are.same({ 2, 4, 2 }, x.grad:tolist())
   end)
 
-  it("a view holding its base makes no reference cycle: x.grad = a view of x is refused, a view made a leaf drops its base", function()
+  it("no reference cycles: x.grad = a view of x and recording into a .grad are refused, a view made a leaf drops its base", function()
     local x = torch.zeros(3)
     local ok, err = pcall(function() x.grad = x[{}] end)
     assert.is_false(ok)
     assert.matches("a view of the tensor itself or of a tensor in an autograd graph", tostring(err))
     x.grad = x[{}]:clone()
+    local w = torch.ones(2, { requires_grad = true })
+    w:sum():backward()
+    ok, err = pcall(function() w.grad:add_(w) end) -- w.grad would hold w through its node
+    assert.is_false(ok)
+    assert.matches("a .grad must not be part of an autograd graph", tostring(err), 1, true)
+    torch.no_grad(function() w.grad:add_(w) end)
+    assert.are.same({ 2.0, 2.0 }, w.grad:tolist())
     local Y = torch.zeros(3)
     local v = Y[{ { 1, 1 } }]
     v.requires_grad = true

@@ -255,10 +255,11 @@ static gs_status accumulate_leaf(gs_tensor *leaf, gs_tensor *g) {
      * all of it alive); else a copy, since .grad is updated in place */
     bool unshared = g->refcount == 2 && g->buf->refcount == 1 && !g->grad_fn && gs_is_contiguous(g) &&
                     g->offset == 0 && (size_t)gs_numel(g) * gs_dtype_size(g->dtype) == g->buf->nbytes;
-    if (c == g && unshared) { leaf->grad = c; return GS_OK; }
+    if (c == g && unshared) { leaf->grad = c; c->is_grad = true; return GS_OK; }
     if (c == g) { gs_tensor_release(c); s = gs_clone(g, &c); if (s != GS_OK) return s; }
     else if (!gs_is_contiguous(c)) { gs_tensor *cc; s = gs_clone(c, &cc); gs_tensor_release(c); if (s != GS_OK) return s; c = cc; }
     leaf->grad = c;
+    c->is_grad = true;
     return GS_OK;
   }
   gs_hold_begin(); /* .grad is the user's: the sum completes (gs_common.h) */

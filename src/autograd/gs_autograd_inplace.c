@@ -255,6 +255,10 @@ static gs_status ag_inplace(gs_tensor *x, const ip_op *o) {
   bool wants = gs_grad_enabled && gs_dtype_is_float(x->dtype) &&
                (gs_requires_grad(x) || (base && gs_requires_grad(base)) || (o->b && gs_requires_grad(o->b)));
   if (!wants) return UNINTERRUPTED(run_plain(o, x));
+  /* a .grad in a graph could hold its own leaf (w.grad:add_(w)): a cycle */
+  if (x->is_grad || (base && base->is_grad))
+    return gs_error("in-place operation on a .grad with an operand that requires grad: a .grad must not be part of "
+                    "an autograd graph; detach the operand (or do it under torch.no_grad())");
   return base ? inplace_view(x, base, o) : inplace_plain_base(x, o);
 }
 
@@ -412,7 +416,9 @@ gs_status gs_ag_set_grad(gs_tensor *x, gs_tensor *g) {
     GS_TRY(check_no_cycle(x, g));
     gs_tensor_retain(g);
   }
+  if (x->grad) x->grad->is_grad = false;
   gs_tensor_release(x->grad);
   x->grad = g;
+  if (g) g->is_grad = true;
   return GS_OK;
 }

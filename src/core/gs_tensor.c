@@ -150,6 +150,7 @@ static gs_tensor *header_new(void) {
   t->grad_pending = 0;
   t->base = NULL;
   t->view_version = 0;
+  t->is_grad = false;
   return t;
 }
 

@@ -58,6 +58,7 @@ typedef struct gs_tensor {
    * write into the view changes the base's grad_fn (PyTorch's CopySlices) */
   struct gs_tensor *base;
   uint64_t view_version;       /* the buffer's version when a view's grad_fn was made */
+  bool is_grad;                /* some tensor's .grad: kept out of autograd graphs (no cycles) */
 } gs_tensor;
 
 /* Buffers. gs_buffer_new fails with GS_ERR_OOM and a PyTorch-style message. */
