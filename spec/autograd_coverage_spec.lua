@@ -8,8 +8,9 @@
 --   NONFLOAT the result is not floating point (comparisons, indices,
 --            integer casts): it can carry no gradient
 --   REFUSE   called on a tensor that requires grad, raises a clear error
---   INPLACE  in-place: refused on a leaf that requires grad, and when the
---            operand requires grad
+--   INPLACE  in-place: refused on a leaf that requires grad; on a result,
+--            or with an operand that requires grad, recorded (checked
+--            against finite differences)
 --   FRESH    makes a new tensor from nothing but x's dtype and device
 --            (new_zeros, ...): a leaf that does not require grad, as in PyTorch
 --   META     returns no tensor of values computed from x (sizes, flags,
@@ -245,22 +246,36 @@ describe("every op records a gradient or says it cannot", function()
   end
 
   for name, how in pairs(INPLACE) do
-    it(name .. " is refused on a leaf that requires grad and with an operand that requires grad", function()
-      local args = how == "t" and { any(3) } or how == "s" and { 1.5 } or how == "c" and { 0, 1 } or {}
+    it(name .. " is refused on a leaf that requires grad, and recorded on a result or with an operand that requires grad", function()
+      local args = how == "t" and { any(3) } or how == "s" and { 1.5 } or how == "c" and { 0.5, 2 } or {}
       local x = any(3)
       H.errors(function() x[name](x, table.unpack(args)) end, "in-place")
+      if name == "uniform_" or name == "normal_" then return end -- random: no finite differences
+      -- the in-place op on a result: gradients as the out-of-place graph's,
+      -- for x's old values and for the operand
+      local function inplace(a, b)
+        local y = a * 1
+        if how == "t" then y[name](y, b) else y[name](y, table.unpack(args)) end
+        return y * a
+      end
+      gradcheck(inplace, how == "t" and { off(3), off(3) } or { off(3) })
       if how == "t" then
         local plain = torch.ones(3, { dtype = torch.float64 })
-        H.errors(function() plain[name](plain, any(3)) end, "operand requires grad")
-        assert.are.same({ 1.0, 1.0, 1.0 }, plain:tolist())
-        torch.no_grad(function() plain[name](plain, any(3)) end) -- allowed where nothing is recorded
+        local w = off(3)
+        plain[name](plain, w) -- a tensor outside the graph joins it
+        assert.is_not_nil(plain.grad_fn)
+        torch.no_grad(function() plain[name](plain, any(3)) end) -- not recorded where grad is off
       end
     end)
   end
 
-  it("index assignment of a tensor that requires grad is refused", function()
+  it("index assignment of a tensor that requires grad is recorded (CopySlices)", function()
     local plain = torch.zeros(3, { dtype = torch.float64 })
-    H.errors(function() plain[2] = any(1)[1] end, "operand requires grad")
+    local w = any(1)
+    plain[2] = w[1]
+    assert.are.equal("<CopySlices>", tostring(plain.grad_fn))
+    plain:sum():backward()
+    assert.are.same({ 1.0 }, w.grad:tolist())
   end)
 end)
 

@@ -236,6 +236,7 @@ describe("sequence and attention ops (issue 31)", function()
       { function() return nn.Embedding(3, 2)(torch.tensor({ 4 })) end, "index 4 is out of bounds for dimension 1 with size 3" },
       { function() return torch.normal(0, -1, { 2 }) end, "normal expects std >= 0.0, but found std -1" },
       { function() return torch.normal(torch.zeros(2), torch.tensor({ 1.0, -1.0 })) end, "normal expects all elements of std >= 0.0" },
+      { function() return torch.normal(torch.zeros(2), {}) end, "expected numbers or tensors for mean and std, got a tensor (torch.FloatTensor of size 2) and a table" },
     }
     for i, c in ipairs(cases) do
       it("case " .. i .. ": " .. c[2]:sub(1, 60), function()

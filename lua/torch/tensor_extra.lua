@@ -77,6 +77,12 @@ function torch.normal(mean, std, ...)
   if select("#", ...) > 0 then
     fail("torch.normal(mean, std): with a tensor mean or std the shape is theirs; give no size")
   end
+  for _, v in ipairs({ mean, std }) do
+    if not is_tensor(v) and type(v) ~= "number" then
+      fail("torch.normal(mean, std): expected numbers or tensors for mean and std, got " .. describe(mean)
+        .. " and " .. describe(std))
+    end
+  end
   if is_tensor(std) then
     if not std:detach():ge(0):all():item() then fail("normal expects all elements of std >= 0.0") end
   elseif not (std >= 0) then

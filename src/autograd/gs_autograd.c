@@ -14,7 +14,25 @@ gs_status (*gs_backward_end_hook)(bool ok) = NULL;
 
 const char *gs_grad_fn_name(const gs_node *n) { return n ? n->name : ""; }
 
-bool gs_requires_grad(const gs_tensor *t) { return t && (t->requires_grad || t->grad_fn); }
+static bool stale_view(const gs_tensor *t) {
+  return t->base && t->base->buf == t->buf && t->view_version != t->buf->version && t->base->grad_fn;
+}
+
+/* a view whose base joined the graph through an in-place write since the
+ * view was taken requires grad too (gs_ag_refresh_view) */
+bool gs_requires_grad(const gs_tensor *t) { return t && (t->requires_grad || t->grad_fn || stale_view(t)); }
+
+void gs_ag_refresh_view(gs_tensor *x) {
+  if (!stale_view(x) || !gs_is_contiguous(x->base)) return;
+  gs_node *v = gs_node_new("AsStridedBackward0", gs_bw_as_strided, 1, &x->base);
+  if (!v) return; /* out of memory: the old grad_fn stays */
+  gs_ag_set_region(v, x, x->base);
+  v->is_view = true;
+  gs_grad_fn_release(x->grad_fn);
+  x->grad_fn = v;
+  x->requires_grad = true;
+  x->view_version = x->buf->version;
+}
 
 void gs_grad_fn_release(gs_node *n) {
   if (!n || --n->refcount > 0) return;
@@ -29,6 +47,7 @@ void gs_node_destroy(gs_node *n) {
   }
   for (int i = 0; i < GS_AG_MAX_SAVED; i++) gs_tensor_release(n->saved[i]);
   gs_tensor_release(n->acc);
+  if (n->inner) gs_grad_fn_release(n->inner);
   free(n);
 }
 
@@ -49,6 +68,7 @@ gs_node *gs_node_new(const char *name, gs_backward_fn fn, int ninputs, gs_tensor
   for (int i = 0; i < ninputs; i++) {
     gs_tensor *x = inputs[i];
     if (!x) continue;
+    gs_ag_refresh_view(x);
     n->in_ndim[i] = x->ndim;
     memcpy(n->in_shape[i], x->shape, sizeof(int64_t) * (size_t)x->ndim);
     n->in_dtype[i] = x->dtype;
@@ -66,6 +86,36 @@ gs_status gs_node_save(gs_node *n, int slot, const gs_tensor *t) {
   if (!v) return gs_error_code(GS_ERR_OOM, "out of host memory");
   n->saved[slot] = v;
   n->saved_version[slot] = t->buf->version;
+  n->saved_of[slot] = t->grad_fn ? t->grad_fn->name : NULL;
+  return GS_OK;
+}
+
+/* PyTorch's type names: torch.FloatTensor, torch.cuda.DoubleTensor, ... */
+static const char *type_name(gs_dtype dt) {
+  switch (dt) {
+  case GS_FLOAT64: return "Double";
+  case GS_FLOAT16: return "Half";
+  case GS_BFLOAT16: return "BFloat16";
+  default: return "Float";
+  }
+}
+
+gs_status gs_node_check_saved(const gs_node *n) {
+  for (int i = 0; i < GS_AG_MAX_SAVED; i++) {
+    const gs_tensor *t = n->saved[i];
+    if (!t || t->buf->version == n->saved_version[i]) continue;
+    char shape[160], of[128] = "";
+    gs_shape_str(t, shape, sizeof shape);
+    /* PyTorch names a saved output's maker, and a saved input's grad_fn
+     * as it is now: the one its last recorded in-place write gave it */
+    const char *maker = !n->saved_out[i] && n->saved_of[i] && t->buf->writer ? t->buf->writer : n->saved_of[i];
+    if (maker) snprintf(of, sizeof of, ", which is output 0 of %s,", maker);
+    return gs_error("one of the variables needed for gradient computation has been modified by an inplace "
+                    "operation: [torch.%s%sTensor %s]%s is at version %llu; expected version %llu instead. Hint: "
+                    "the tensor was changed in place after %s saved it; change a copy (x:clone()) or use the "
+                    "out-of-place form", gs_tensor_on_cpu(t) ? "" : "cuda.", type_name(t->dtype), shape, of,
+                    (unsigned long long)t->buf->version, (unsigned long long)n->saved_version[i], n->name);
+  }
   return GS_OK;
 }
 
@@ -84,6 +134,12 @@ bool gs_ag_wants(gs_tensor *const *xs, int n) {
 gs_status gs_ag_attach(gs_node *n, gs_tensor *out, gs_status s) {
   if (!n) return gs_error_code(GS_ERR_OOM, "out of memory recording autograd");
   if (s != GS_OK) { gs_grad_fn_release(n); return s; }
+  /* what the node saved of its own output was made by the node itself */
+  for (int i = 0; i < GS_AG_MAX_SAVED; i++)
+    if (n->saved[i] && !n->saved_of[i] && n->saved[i]->buf == out->buf) {
+      n->saved_of[i] = n->name;
+      n->saved_out[i] = true;
+    }
   gs_node_attach(n, out);
   return GS_OK;
 }
@@ -116,11 +172,9 @@ gs_status gs_ag_check_inplace(const gs_tensor *x) {
   if (!gs_grad_enabled) return GS_OK;
   if (x->requires_grad && !x->grad_fn)
     return gs_error("a leaf Variable that requires grad is being used in an in-place operation.");
-  if (viewed_leaf(x->grad_fn))
+  const gs_tensor *b = x->base;
+  if ((b && b->buf == x->buf && b->requires_grad && !b->grad_fn) || viewed_leaf(x->grad_fn))
     return gs_error("a view of a leaf Variable that requires grad is being used in an in-place operation.");
-  if (x->grad_fn)
-    return gs_error("in-place operations on a tensor that is part of an autograd graph are not supported; "
-                    "use the out-of-place form (e.g. x = x + y instead of x:add_(y))");
   return GS_OK;
 }
 
@@ -201,10 +255,11 @@ static gs_status accumulate_leaf(gs_tensor *leaf, gs_tensor *g) {
      * all of it alive); else a copy, since .grad is updated in place */
     bool unshared = g->refcount == 2 && g->buf->refcount == 1 && !g->grad_fn && gs_is_contiguous(g) &&
                     g->offset == 0 && (size_t)gs_numel(g) * gs_dtype_size(g->dtype) == g->buf->nbytes;
-    if (c == g && unshared) { leaf->grad = c; return GS_OK; }
+    if (c == g && unshared) { leaf->grad = c; c->is_grad = true; return GS_OK; }
     if (c == g) { gs_tensor_release(c); s = gs_clone(g, &c); if (s != GS_OK) return s; }
     else if (!gs_is_contiguous(c)) { gs_tensor *cc; s = gs_clone(c, &cc); gs_tensor_release(c); if (s != GS_OK) return s; c = cc; }
     leaf->grad = c;
+    c->is_grad = true;
     return GS_OK;
   }
   gs_hold_begin(); /* .grad is the user's: the sum completes (gs_common.h) */
@@ -269,6 +324,10 @@ static void release_saved(gs_node *n) {
     n->saved[i] = NULL;
     n->released = true;
   }
+  if (n->inner) {
+    release_saved(n->inner);
+    n->released = n->released || n->inner->released;
+  }
 }
 
 /* Whether a ready node sends its gradient to another device (the backward
@@ -297,6 +356,7 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
     if (gs_numel(root) != 1) return gs_error("grad can be implicitly created only for scalar outputs");
     GS_TRY(gs_full(gs_tensor_device(root), root->dtype, root->ndim, root->shape, gs_scalar_i(1), &g0));
   }
+  gs_ag_refresh_view(root);
   if (!root->grad_fn) { /* a leaf: its own gradient */
     gs_status s = accumulate_leaf(root, g0);
     gs_tensor_release(g0);
@@ -333,10 +393,7 @@ gs_status gs_backward(gs_tensor *root, gs_tensor *grad) {
   if (s == GS_OK) queue[qt++] = root->grad_fn;
   while (s == GS_OK && qh < qt) {
     gs_node *n = queue[qh++];
-    for (int i = 0; i < GS_AG_MAX_SAVED; i++)
-      if (n->saved[i] && n->saved[i]->buf->version != n->saved_version[i])
-        s = gs_error("one of the variables needed for gradient computation has been modified by an inplace "
-                     "operation (in %s)", n->name);
+    s = gs_node_check_saved(n);
     gs_tensor *grads[GS_AG_MAX_IN] = {NULL};
     if (s == GS_OK && n->acc) s = n->backward(n, n->acc, grads);
     /* the incoming gradient is let go before the outgoing ones are used:

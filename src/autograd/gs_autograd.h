@@ -28,12 +28,21 @@ struct gs_node {
   gs_device in_device[GS_AG_MAX_IN];
   gs_tensor *saved[GS_AG_MAX_SAVED];
   uint64_t saved_version[GS_AG_MAX_SAVED];
+  const char *saved_of[GS_AG_MAX_SAVED]; /* the node that made a saved tensor (NULL: none), for messages */
+  bool saved_out[GS_AG_MAX_SAVED];       /* a saved output of this node (else an input) */
   double scalar[2];
   int64_t ints[GS_MAX_DIMS];
   int nints;
   bool released;                        /* saved tensors freed by a backward */
   bool is_view;                         /* the output shares the input's storage */
   unsigned mark;                        /* visit epoch of the current backward */
+  /* CopySlices (an in-place op through a view, gs_autograd_inplace.c):
+   * the op's own node, run on the region of the base's gradient that the
+   * view covers (shape, strides and offset relative to the contiguous
+   * base); AsStridedBackward0 uses the region too */
+  gs_node *inner;
+  int r_ndim;
+  int64_t r_shape[GS_MAX_DIMS], r_stride[GS_MAX_DIMS], r_offset;
   /* backward pass bookkeeping */
   gs_tensor *acc;
   int deps;
@@ -45,6 +54,12 @@ const char *gs_grad_fn_name(const gs_node *n);
 void gs_grad_fn_release(gs_node *n);
 void gs_node_destroy(gs_node *n); /* only for gs_release_dead */
 bool gs_requires_grad(const gs_tensor *t);
+/* A view whose base was written in place since its grad_fn was made (its
+ * buffer's version moved on) takes its part of the base's grad_fn now
+ * (AsStridedBackward0), as PyTorch regenerates a view's grad_fn; nothing
+ * for any other tensor. Called where a grad_fn is read: recording a node,
+ * backward, x.grad_fn. */
+void gs_ag_refresh_view(gs_tensor *x);
 
 /* Hooks the binding sets (NULL: none). gs_grad_ready_hook(leaf) runs for a
  * leaf with has_grad_hook once a backward pass has run every edge into
@@ -57,11 +72,12 @@ extern gs_status (*gs_backward_end_hook)(bool ok);
 
 /* root.backward(grad); grad may be NULL for a one-element root. */
 gs_status gs_backward(gs_tensor *root, gs_tensor *grad);
-/* Refuses in-place writes that would corrupt the graph. */
+/* Refuses in-place writes PyTorch refuses: into a leaf that requires
+ * grad, or into a view of one. */
 gs_status gs_ag_check_inplace(const gs_tensor *x);
-/* The same, and refuses an operand (src may be NULL) that requires grad:
- * x:add_(y), x:copy_(y), x[i] = y would silently drop y's gradient. */
-gs_status gs_ag_check_inplace_src(const gs_tensor *x, const gs_tensor *src);
+/* PyTorch's error when a tensor n saved for its backward was changed in
+ * place since (its buffer's version moved on); GS_OK when none was. */
+gs_status gs_node_check_saved(const gs_node *n);
 /* x.grad = g (g may be NULL) as PyTorch validates it: same dtype, device
  * and shape, not x itself; and no reference cycle: g has no grad_fn and x
  * is not on g's own .grad chain. */
@@ -140,9 +156,13 @@ gs_status gs_ag_index(gs_tensor *x, int n, const gs_index_entry *e, gs_tensor **
 /* x.index_select(dim, idx) (idx 0-based); refused while x requires grad */
 gs_status gs_ag_index_select(gs_tensor *x, int dim, const gs_tensor *idx, gs_tensor **out);
 
-/* ---- in-place ops on tensors the user holds: the guard
- * (gs_ag_check_inplace), then the engine's in-place op
- * (gs_autograd_inplace.c) ---- */
+/* ---- in-place ops on tensors the user holds (gs_autograd_inplace.c):
+ * the guard (gs_ag_check_inplace), then the engine's in-place op; when x,
+ * the tensor it is a view of, or an operand requires grad, the op is
+ * recorded as PyTorch does: x's grad_fn becomes the op's node (its input
+ * x's old grad_fn), and a write into a view of a base gives the base a
+ * CopySlices node. The buffer's version counter moves on, so a node that
+ * saved x before refuses its backward. ---- */
 gs_status gs_ag_unary_(gs_unary_op op, gs_tensor *x, const double *args);
 gs_status gs_ag_binary_(gs_binary_op op, gs_tensor *a, const gs_tensor *b);
 gs_status gs_ag_binary_scalar_(gs_binary_op op, gs_tensor *a, gs_scalar s);
@@ -169,6 +189,12 @@ gs_status gs_ag_make_parameter(gs_tensor *x, bool requires_grad);
 
 /* Reduces g (broadcast shape) to shape by summing broadcast dims. */
 gs_status gs_sum_to(const gs_tensor *g, int ndim, const int64_t *shape, gs_tensor **out);
+
+/* Internal to the autograd files (gs_autograd_inplace.c): the backward of
+ * a view regenerated after an in-place write (zeros of the base's shape,
+ * g in the view's region), and recording that region in a node. */
+gs_status gs_bw_as_strided(gs_node *n, gs_tensor *g, gs_tensor **gr);
+void gs_ag_set_region(gs_node *n, const gs_tensor *x, const gs_tensor *base);
 
 /* Internal to the autograd files: a new node with inputs recorded. */
 gs_node *gs_node_new(const char *name, gs_backward_fn fn, int ninputs, gs_tensor *const *inputs);

@@ -109,6 +109,20 @@ static gs_status bw_unary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
   return s;
 }
 
+/* Whether bw_unary reads the op's output (y) or its input (x). */
+static bool unary_uses(gs_unary_op op, bool output) {
+  switch (op) {
+  case GS_U_EXP: case GS_U_SQRT: case GS_U_RELU: case GS_U_SIGMOID: case GS_U_TANH: case GS_U_RECIPROCAL:
+  case GS_U_EXPM1: case GS_U_RSQRT:
+    return output;
+  case GS_U_LOG: case GS_U_ABS: case GS_U_SQUARE: case GS_U_CLAMP: case GS_U_SIN: case GS_U_COS: case GS_U_LOG1P:
+  case GS_U_ERF:
+    return !output;
+  default:
+    return false;
+  }
+}
+
 gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tensor **out) {
   GS_TRY(gs_unary(op, x, args, out));
 #define GRAD_U(ID, name, method, inplace, grad) [GS_U_##ID] = grad,
@@ -120,8 +134,10 @@ gs_status gs_ag_unary(gs_unary_op op, gs_tensor *x, const double *args, gs_tenso
     n->ints[0] = op;
     n->scalar[0] = args ? args[0] : NAN;
     n->scalar[1] = args ? args[1] : NAN;
-    s = gs_node_save(n, 0, x);
-    if (s == GS_OK) s = gs_node_save(n, 1, *out);
+    /* what the formula reads, as PyTorch saves it (self or result): a
+     * value saved needlessly would refuse an in-place write PyTorch allows */
+    if (unary_uses(op, false)) s = gs_node_save(n, 0, x);
+    if (s == GS_OK && unary_uses(op, true)) s = gs_node_save(n, 1, *out);
   }
   return gs_ag_record(n, out, s);
 }
@@ -166,8 +182,8 @@ static gs_status bw_binary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
     break;
   case GS_B_MUL:
     if (!has_b) { s = mul_s(g, c, &gr[0]); break; }
-    s = gs_binary(GS_B_MUL, g, b, &gr[0]);
-    if (s == GS_OK) s = gs_binary(GS_B_MUL, g, a, &gr[1]);
+    if (b) s = gs_binary(GS_B_MUL, g, b, &gr[0]);      /* saved only when a needs it */
+    if (s == GS_OK && a) s = gs_binary(GS_B_MUL, g, a, &gr[1]);
     break;
   case GS_B_DIV:
     if (!has_b && !reversed) { s = mul_s(g, 1.0 / c, &gr[0]); break; }
@@ -178,9 +194,12 @@ static gs_status bw_binary(gs_node *n, gs_tensor *g, gs_tensor **gr) {
       break;
     }
     s = gs_binary(GS_B_DIV, g, b, &gr[0]);
-    if (s == GS_OK) s = gs_binary(GS_B_DIV, y, b, &t);           /* a/b^2 = y/b */
+    if (!a) break;                                               /* b needs no gradient */
+    if (s == GS_OK) s = gs_binary(GS_B_DIV, a, b, &t);           /* -g * (a/b) / b */
     if (s == GS_OK) s = gs_binary(GS_B_MUL, g, t, &u);
-    if (s == GS_OK) s = mul_s(u, -1.0, &gr[1]);
+    REL(t); t = NULL;
+    if (s == GS_OK) s = gs_binary(GS_B_DIV, u, b, &t);
+    if (s == GS_OK) s = mul_s(t, -1.0, &gr[1]);
     break;
   case GS_B_POW:
     if (!has_b && !reversed) { /* a^c: g * c * a^(c-1) */
@@ -241,12 +260,20 @@ static gs_status record_binary(gs_binary_op op, gs_tensor *a, gs_tensor *b, doub
     n->ints[1] = b != NULL;
     n->ints[2] = reversed;
     n->scalar[0] = c;
-    if (op == GS_B_MUL || op == GS_B_DIV || op == GS_B_POW || op == GS_B_MAXIMUM || op == GS_B_MINIMUM ||
-        op == GS_B_REMAINDER) {
-      s = gs_node_save(n, 0, a);
-      if (s == GS_OK && b) s = gs_node_save(n, 1, b);
-      if (s == GS_OK && (op == GS_B_DIV || op == GS_B_POW)) s = gs_node_save(n, 2, out);
+    /* what the formulas read, as PyTorch saves it: a value saved
+     * needlessly would refuse an in-place write that PyTorch allows */
+    bool ga = gs_requires_grad(a), gb = b && gs_requires_grad(b);
+    bool save_a = false, save_b = false, save_y = false;
+    switch (op) {
+    case GS_B_MUL: save_a = gb; save_b = b && ga; break;                    /* g*b, g*a */
+    case GS_B_DIV: save_a = b ? gb : reversed; save_b = b != NULL; save_y = !b && reversed; break;
+    case GS_B_POW: save_a = b || !reversed; save_b = b != NULL; save_y = b || reversed; break;
+    case GS_B_MAXIMUM: case GS_B_MINIMUM: case GS_B_REMAINDER: save_a = true; save_b = b != NULL; break;
+    default: break;
     }
+    if (save_a) s = gs_node_save(n, 0, a);
+    if (s == GS_OK && save_b) s = gs_node_save(n, 1, b);
+    if (s == GS_OK && save_y) s = gs_node_save(n, 2, out);
   }
   return gs_ag_attach(n, out, s);
 }

@@ -45,6 +45,13 @@ static gs_status bw_reshape(gs_node *n, gs_tensor *g, gs_tensor **gr) {
 static gs_status record_view(gs_status s, gs_tensor *x, gs_tensor **out, const char *name, gs_backward_fn bw,
                              const int64_t *ints, int nints) {
   if (s != GS_OK) { *out = NULL; return s; }
+  /* every view knows its base, grad mode or not (an in-place write into
+   * it changes the base: gs_autograd_inplace.c) */
+  if (*out != x && !(*out)->base) {
+    (*out)->base = x->base && x->base->buf == x->buf ? x->base : x;
+    gs_tensor_retain((*out)->base);
+    (*out)->view_version = x->buf->version;
+  }
   if (!gs_grad_enabled || !gs_requires_grad(x)) return GS_OK;
   gs_node *n = gs_node_new(name, bw, 1, &x);
   if (n) {

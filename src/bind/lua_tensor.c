@@ -86,6 +86,10 @@ static gs_tensor *index_view(lua_State *L, gs_tensor *x, int kidx) {
 
 static int push_field(lua_State *L, gs_tensor *t, const char *k) {
   switch (k[0]) {
+  case '_':
+    /* PyTorch's x._version: in-place writes into x's storage so far */
+    if (strcmp(k, "_version") == 0) { lua_pushinteger(L, (lua_Integer)t->buf->version); return 1; }
+    break;
   case 'd':
     if (strcmp(k, "device") == 0) { gsL_pushdevice(L, gs_tensor_device(t)); return 1; }
     if (strcmp(k, "dtype") == 0) { gsL_pushdtype(L, t->dtype); return 1; }
@@ -104,10 +108,10 @@ static int push_field(lua_State *L, gs_tensor *t, const char *k) {
     break;
   case 'i':
     if (strcmp(k, "is_cuda") == 0) { lua_pushboolean(L, gs_tensor_device(t).type == GS_CUDA); return 1; }
-    if (strcmp(k, "is_leaf") == 0) { lua_pushboolean(L, t->grad_fn == NULL); return 1; }
+    if (strcmp(k, "is_leaf") == 0) { gs_ag_refresh_view(t); lua_pushboolean(L, t->grad_fn == NULL); return 1; }
     break;
   case 'r':
-    if (strcmp(k, "requires_grad") == 0) { lua_pushboolean(L, t->requires_grad); return 1; }
+    if (strcmp(k, "requires_grad") == 0) { gs_ag_refresh_view(t); lua_pushboolean(L, t->requires_grad); return 1; }
     break;
   case 'g':
     if (strcmp(k, "grad") == 0) {
@@ -115,6 +119,7 @@ static int push_field(lua_State *L, gs_tensor *t, const char *k) {
       return 1;
     }
     if (strcmp(k, "grad_fn") == 0) {
+      gs_ag_refresh_view(t);
       if (t->grad_fn) lua_pushfstring(L, "<%s>", gs_grad_fn_name(t->grad_fn)); else lua_pushnil(L);
       return 1;
     }

@@ -82,6 +82,7 @@ gs_status gs_buffer_new(gs_device dev, size_t nbytes, gs_buffer **out) {
   b->data = data;
   b->nbytes = nbytes;
   b->version = 0;
+  b->writer = NULL;
   b->stream = 0;
   b->nuses = 0;
   b->uses_lost = false;
@@ -142,6 +143,9 @@ static gs_tensor *header_new(void) {
   t->grad_fn = NULL;
   t->has_grad_hook = false;
   t->grad_pending = 0;
+  t->base = NULL;
+  t->view_version = 0;
+  t->is_grad = false;
   return t;
 }
 
@@ -204,6 +208,7 @@ static void destroy(dead_obj d) {
   gs_tensor *t = d.obj;
   if (t->grad) gs_tensor_release(t->grad);
   if (t->grad_fn) gs_node_release_hook(t->grad_fn);
+  if (t->base) gs_tensor_release(t->base);
   gs_buffer_release(t->buf);
   header_free(t);
 }

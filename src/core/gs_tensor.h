@@ -20,6 +20,7 @@ typedef struct gs_buffer {
   void *data;           /* host or device pointer */
   size_t nbytes;
   uint64_t version;     /* bumped by every in-place write (autograd checks) */
+  const char *writer;   /* the grad_fn name the last recorded in-place write gave (autograd's messages) */
   /* queued devices (backend/sim/sim_queue.h): the stream the block belongs to, and
    * the queued work that uses it; uses_lost: more streams used it than
    * fit, so a host access waits for every stream */
@@ -48,6 +49,12 @@ typedef struct gs_tensor {
   struct gs_node *grad_fn;     /* NULL for leaves */
   bool has_grad_hook;          /* a leaf with post-accumulate-grad hooks */
   int grad_pending;            /* its edges still to run in this backward */
+  /* the tensor an autograd view op (x[i], x:view, x:t, ...) was taken
+   * from, never itself a view (held; NULL when not a view): an in-place
+   * write into the view changes the base's grad_fn (PyTorch's CopySlices) */
+  struct gs_tensor *base;
+  uint64_t view_version;       /* the buffer's version when a view's grad_fn was made */
+  bool is_grad;                /* some tensor's .grad: kept out of autograd graphs (no cycles) */
 } gs_tensor;
 
 /* Buffers. gs_buffer_new fails with GS_ERR_OOM and a PyTorch-style message. */

@@ -10,6 +10,7 @@
 /* A new tensor, filled (fill_status: how the filling went), or released. */
 static gs_status fresh(gs_tensor *t, gs_status fill_status, gs_tensor **out) {
   if (fill_status != GS_OK) { gs_tensor_release(t); return fill_status; }
+  t->buf->version = 0; /* a new tensor is at version 0, as PyTorch's, however it was filled */
   *out = t;
   return GS_OK;
 }

@@ -54,6 +54,7 @@ gs_status gs_full(gs_device dev, gs_dtype dt, int ndim, const int64_t *shape, gs
   GS_TRY(gs_tensor_empty(dev, dt, ndim, shape, &t));
   gs_status s = gs_fill_(t, v);
   if (s != GS_OK) { gs_tensor_release(t); return s; }
+  t->buf->version = 0; /* a new tensor is at version 0, as PyTorch's */
   *out = t;
   return GS_OK;
 }

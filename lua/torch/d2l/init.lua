@@ -599,6 +599,14 @@ function d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr, device)
   d2l.last_animator = animator
 end
 
+-- the attention chapters' masking: attention.lua
+do
+  local attention = require("torch.d2l.attention")
+  d2l.sequence_mask = attention.sequence_mask
+  d2l.masked_softmax = attention.masked_softmax
+  d2l.MaskedSoftmaxCELoss = attention.MaskedSoftmaxCELoss
+end
+
 -- resnet18 and its Residual block: resnet.lua (needs nn.Conv2d, BatchNorm2d)
 d2l.resnet18 = function(...) return require("torch.d2l.resnet").resnet18(...) end
 d2l.Residual = function(...) return require("torch.d2l.resnet").Residual(...) end
