@@ -737,7 +737,7 @@ print(" ".join(e["name"] for e in d["traceEvents"] if e["ph"] == "X"))
   end)
 end)
 
-describe("%prof in the Jupyter kernel", function()
+describe("%prof and %explain in the Jupyter kernel", function()
   local r
   setup(function()
     local out = os.tmpname()
@@ -771,5 +771,14 @@ describe("%prof in the Jupyter kernel", function()
     for i, m in ipairs(r.value.iopub) do kinds[i] = m.msg_type end
     assert.are.same({ "status", "execute_input", "display_data", "execute_result", "status" }, kinds)
     for _, m in ipairs(r.plain.iopub) do assert.are_not.equal("display_data", m.msg_type) end
+  end)
+
+  it("%explain gives the roofline of the cell's ops on the modelled GPU as Out[n]", function()
+    local text
+    for _, m in ipairs(r.explain.iopub) do
+      if m.msg_type == "execute_result" then text = m.content.data["text/plain"] end
+    end
+    assert.truthy(text and text:find("neg on cuda:0: memory-bound: 0.125 FLOP/byte", 1, true), tostring(text))
+    assert.are.equal("ok", r.explain.reply.status)
   end)
 end)
