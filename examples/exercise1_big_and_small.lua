@@ -6,6 +6,14 @@
 --   build/gshell --sim-gpus 2 examples/exercise1_big_and_small.lua [N]
 --   build/gshell examples/exercise1_big_and_small.lua          (CPU only)
 --
+-- On a simulated GPU that models a real one (the default: a V100; see
+-- docs/gpu-models.md) the GPU's column is the time that GPU would take,
+-- from the time model (docs/time-model.md): its values are still computed
+-- on this machine's cores, and the last row says how long that took. The
+-- cpu's column is this machine's own time. With GSHELL_GPU_MODEL=host the
+-- simulated GPU's times are this machine's too: then it shows the timing
+-- effects below but not a GPU's speed.
+--
 -- The learner's code (seeds/001) timed 100 products of 500x500 matrices
 -- with a clock around the loop and got puzzling numbers: the GPU slower
 -- than the CPU in a fresh process, 30 times faster on a second run in
@@ -17,6 +25,10 @@
 --   * the cold start: the first use of a device sets it up (a context,
 --     the allocator's first memory). Simulated GPUs can model that cost
 --     (GSHELL_SIM_CONTEXT_MS=300, see docs/time.md).
+-- The clock-only rows show the puzzle whenever the device's work takes
+-- longer than the host takes to queue it: on a modelled V100 a 256x256
+-- product is about 60 us, about as long as a slow host's queuing of it,
+-- so the puzzle is plainest with GSHELL_GPU_MODEL=host or larger N.
 -- Each row below times the same loop a different way. N is the matrix
 -- size (default 256; the book used 500).
 torch = torch or require("torch")
@@ -26,6 +38,8 @@ local N = tonumber(arg and arg[1]) or 256
 local REPS = 100
 local dev = try_gpu()
 local queued = dev.type == "cuda" -- only CUDA devices queue work
+-- the real GPU the device models (nil: a real GPU, the cpu, or `host`)
+local model = queued and torch.cuda.gpu_model and torch.cuda.gpu_model(dev.index or 0) or nil
 
 -- The learner's loop: REPS products of n x n matrices of ones on d.
 -- `<close>` frees each temporary at the end of its iteration (Python's
@@ -94,25 +108,42 @@ local function compare(n)
   if queued then
     row("  ...then synchronize() waited", nil, drain, "for the work still queued")
   end
-  row("warm, clock around synchronize()", clock_synced(cpu_work), clock_synced(dev_work), "<- the right way")
+  local r0 = torch._real_clock()
+  local cpu_s, dev_s = clock_synced(cpu_work), clock_synced(dev_work)
+  local real = ms(torch._real_clock() - r0) - cpu_s
+  row("warm, clock around synchronize()", cpu_s, dev_s, "<- the right way")
   if queued then row("warm, CUDA events (device time)", nil, events(dev_work)) end
+  if model then row("  (computing it here took)", nil, real, "this machine's real time, not the " .. model.key:upper() .. "'s") end
+  return cpu_s, dev_s
 end
 
-print("device: " .. tostring(dev) .. (queued and torch.cuda.is_simulated()
+print("device: " .. tostring(dev) .. (model and string.format(" (simulated, modelled on a %s: its times are that GPU's)",
+  model.name) or queued and torch.cuda.is_simulated()
   and string.format(" (simulated: the %d simulated GPUs share this machine's cores)", torch.cuda.device_count())
   or ""))
 if not queued then
   print("(no GPU: both columns are the cpu, and nothing is queued, so every way of timing agrees)")
 end
 
-compare(N)
-compare(4)
+local big_cpu, big_dev = compare(N)
+local small_cpu, small_dev = compare(4)
 
-print("\nA big product keeps a device busy long enough to pay for queuing it; a")
-print("4x4 one costs less to compute than to queue, so a GPU cannot help there.")
-if queued and torch.cuda.is_simulated() then
-  print("A simulated GPU has a fixed share of this machine's cores, as a real GPU has")
-  print("its own: it shows the timing effects, not a GPU's speed.")
+if model then
+  print(string.format("\nThe %dx%d products: the %s took %.2f ms, the cpu %.2f ms (%.1f times %s).", N, N,
+    model.key:upper(), big_dev, big_cpu, big_dev < big_cpu and big_cpu / big_dev or big_dev / big_cpu,
+    big_dev < big_cpu and "faster" or "slower"))
+  print(string.format("The 4x4 ones: the %s took %.2f ms, the cpu %.2f ms. Each kernel pays a launch (%.0f us on",
+    model.key:upper(), small_dev, small_cpu, model.launch * 1e6))
+  print(string.format("the device, %.0f us in the host's driver), far more than a 4x4 product's arithmetic:",
+    model.host_launch * 1e6))
+  print("a GPU cannot help there. torch.cuda.explain(fn) says which ops are launch-bound.")
+else
+  print("\nA big product keeps a device busy long enough to pay for queuing it; a")
+  print("4x4 one costs less to compute than to queue, so a GPU cannot help there.")
+  if queued and torch.cuda.is_simulated() then
+    print("A simulated GPU with no model (host) has a fixed share of this machine's cores, as a")
+    print("real GPU has its own: it shows the timing effects, not a GPU's speed.")
+  end
 end
 
 -- the results agree wherever they were computed: ones(n, n) @ ones(n, n) = n

@@ -191,6 +191,33 @@ describe("examples/", function()
     assert.truthy(has(out, "every entry of the product is 256 on the cpu and on cuda:0"), out)
   end)
 
+  -- issue 29: on the default model (a V100) the GPU's column is the
+  -- V100's modelled time: 100 products of 256x256 (60.08 us each: 4 tiles
+  -- of 128 on 80 SMs, depth 256/320, 0.92 of 15.7 TFLOP/s; plus launch)
+  -- and 200 fills of 256 KiB (2.146 us each) are at least 6.44 ms on the
+  -- device, far below the cpu's real time for the same products
+  it("exercise1_big_and_small.lua on the default V100 model: the GPU's speed against the cpu", function()
+    local env = {}
+    for k, v in pairs(TWO_SIM) do env[k] = v end
+    env.GSHELL_GPU_MODEL = "v100" -- the default, named
+    local out, err, code = R.run({ "examples/exercise1_big_and_small.lua", "256" }, "", env)
+    assert.are.equal(0, code, out .. err)
+    assert.truthy(has(out, "device: cuda:0 (simulated, modelled on a Tesla V100-SXM2-16GB: its times are that GPU's)"), out)
+    local big = assert(out:match("100 products of 256x256 matrices[^\n]*\n(.-)\n\n"), out)
+    local cpu, gpu = big:match("warm, clock around synchronize%(%)%s+([%d.]+) ms%s+([%d.]+) ms")
+    cpu, gpu = tonumber(cpu), tonumber(gpu)
+    assert.truthy(cpu and gpu, big)
+    local events = tonumber(big:match("warm, CUDA events %(device time%)%s+-%s+([%d.]+) ms"))
+    local gemm = 2e-6 + 2 * 256 ^ 3 / (15.7e12 * 0.92 * (4 / 80) * (256 / 320))
+    local fill = 2e-6 + 256 * 256 * 4 / (2 * 900e9)
+    assert.is_true(events >= 100 * (gemm + 2 * fill) * 1e3 * 0.999, tostring(events))
+    assert.is_true(gpu < cpu, big)
+    assert.truthy(big:find("(computing it here took)", 1, true), big)
+    assert.truthy(out:find("The 256x256 products: the V100 took [%d.]+ ms, the cpu [%d.]+ ms %([%d.]+ times faster%)%."), out)
+    assert.truthy(has(out, "Each kernel pays a launch (2 us on"), out)
+    assert.is_nil(out:find("not a GPU's speed", 1, true), out)
+  end)
+
   -- Exercise 4 queues products on both devices; the profiler, when it is
   -- there, draws the run with a lane per device.
   it("exercise4_two_gpus.lua on two simulated GPUs: each device runs its products, and the timeline is drawn", function()

@@ -6,6 +6,7 @@
 --                      R runs, print "mean ± std per loop (...)"
 --   %prof stmt         run under torch.profiler: the table per op, the
 --                      profile in `_` (Jupyter also shows its timeline)
+--   %explain stmt      a roofline of its ops on the modelled GPU, and why
 --   %devices           the devices, their memory, simulated or real
 --   %who, %whos        the user's variables (names; names with type and info)
 --   %tb                the traceback of the last error
@@ -250,6 +251,18 @@ magics.prof = function(session, rest)
   return (t.profiler.profile(fn))
 end
 
+-- %explain stmt: runs stmt under torch.cuda.explain and gives back the
+-- explanation (a roofline of its ops on the modelled GPU), which prints as
+-- its text; `_` keeps it (_.rows, _.profile).
+magics.explain = function(session, rest)
+  if rest:match("^%s*$") then error("usage: %explain statement", 0) end
+  local fn, err = session:compile(rest, { chunkname = "=%explain" })
+  if not fn then error(err, 0) end
+  local t = torch_mod()
+  if not (t and t.cuda and t.cuda.explain) then error("%explain: torch is not loaded", 0) end
+  return (t.cuda.explain(fn))
+end
+
 local function fmt_bytes(n)
   if type(n) ~= "number" then return "?" end
   local units = { "B", "KiB", "MiB", "GiB", "TiB" }
@@ -462,6 +475,7 @@ local summary = {
   { "%time stmt", "run stmt once; CPU and wall time (devices synchronised)" },
   { "%timeit [-n N] [-r R] stmt", "time stmt over many loops, as IPython" },
   { "%prof stmt", "profile stmt: time per op and device; _ is the profile" },
+  { "%explain stmt", "roofline of stmt's ops on the modelled GPU: why each takes its time" },
   { "%devices", "the CPU and CUDA devices (real or simulated), memory" },
   { "%who / %whos", "your variables / with types and values" },
   { "%tb", "traceback of the last error" },
@@ -488,6 +502,9 @@ M.details = {
   prof = "  runs stmt under torch.profiler.profile and prints its table (per op and device: calls,\n" ..
     "  total and mean time, bytes, GB/s, GFLOP/s); `_` is the profile: _:export_chrome_trace('t.json'),\n" ..
     "  _:export_timeline('t.svg'). In Jupyter the timeline is shown too. docs/profiling.md",
+  explain = "  runs stmt under torch.cuda.explain: per op on a simulated GPU that models a real one, its\n" ..
+    "  FLOPs per byte, the rate it reached, the roof there and why (compute, memory, launch, copy), and a\n" ..
+    "  roofline picture; `_` is the explanation (_.rows, _.profile). docs/profiling.md",
   history = "  -n numbers the cells; ranges: 4 or 2-5 (1-based)",
   save = "  -a appends; ranges as for %history; '.lua' is added to a name without extension",
   reset = "  -f does not ask",

@@ -38,6 +38,8 @@ for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg"
   local mod = require("torch." .. name)
   if type(mod) == "table" and torch[name] == nil then torch[name] = mod end
 end
+-- torch.cuda.explain(fn): a roofline of fn's ops on a modelled GPU (issue 29)
+torch.cuda.explain = require("torch.explain").explain
 
 -- Convolutions: torch.conv2d and torch.conv1d (nn.functional merges the
 -- same table, torch.nn.functional_conv).

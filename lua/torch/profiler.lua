@@ -22,9 +22,13 @@ local function synchronize_all()
 end
 
 -- The lane an event belongs to: the host runs CPU ops and waits for
--- devices; a device's kernels and copies run on one of its streams.
+-- devices; a device's kernels and copies run on one of its streams. On a
+-- device that models a GPU (issue 29) a copy over PCIe or NVLink runs on
+-- a copy engine, beside the SMs: the engine of copies into the device
+-- ("cuda:0/in") or out of it ("cuda:0/out").
 local function lane_of(e)
   if e.kind == "sync" or e.device == "cpu" then return "host" end
+  if e.modelled and e.bound == "copy" then return e.device .. (e.name == "copy_d2h" and "/out" or "/in") end
   return e.device .. "/" .. math.max(e.stream, 0)
 end
 
@@ -44,7 +48,26 @@ local function new_profile(raw, t0, t1, record_shapes)
   end)
   local last = t1 - t0
   for _, e in ipairs(events) do last = math.max(last, e.t1) end
-  return setmetatable({ events = events, duration_ns = last, record_shapes = record_shapes or false }, Profile)
+  local p = setmetatable({ events = events, duration_ns = last, record_shapes = record_shapes or false }, Profile)
+  p.models = M._models_of(events)
+  return p
+end
+
+-- The GPU models of the devices whose events are modelled: {["cuda:0"] =
+-- torch.cuda.gpu_model(0)}, or nil when no event is (host, the CPU).
+function M._models_of(events)
+  local models
+  for _, e in ipairs(events) do
+    if e.modelled and not (models and models[e.device]) then
+      local i = tonumber(e.device:match("^cuda:(%d+)$"))
+      local ok, m = pcall(function() return i and torch.cuda.gpu_model(i) end)
+      if ok and m then
+        models = models or {}
+        models[e.device] = m
+      end
+    end
+  end
+  return models
 end
 
 -- A profile of events given by hand, each {name, kind = 'kernel' | 'copy'
@@ -55,7 +78,7 @@ function M.from_events(list, t0, t1)
   for i, e in ipairs(list) do
     copy[i] = { name = e.name, kind = e.kind or "kernel", device = e.device or "cpu", stream = e.stream or -1,
       t0 = e.t0, t1 = e.t1, bytes = math.tointeger(e.bytes or 0) or e.bytes, flops = math.tointeger(e.flops or 0) or e.flops,
-      shapes = e.shapes }
+      shapes = e.shapes, modelled = e.modelled, bound = e.bound, unit = e.unit }
   end
   return new_profile(copy, t0 or 0, t1 or 0, false)
 end
@@ -190,6 +213,22 @@ local function fmt_time(ns)
 end
 M.format_time = fmt_time
 
+-- "65.54 M" (a count with an SI prefix: FLOPs)
+function M.format_count(n)
+  local units = { "", " K", " M", " G", " T", " P" }
+  local i = 1
+  while n >= 1000 and i < #units do n = n / 1000; i = i + 1 end
+  return i == 1 and string.format("%d", n) or string.format("%.2f%s", n, units[i])
+end
+
+-- "15.7 TFLOP/s", "900 GB/s"
+function M.format_rate(x, unit)
+  local prefixes = { "", "K", "M", "G", "T", "P" }
+  local i = 1
+  while x >= 1000 and i < #prefixes do x = x / 1000; i = i + 1 end
+  return string.format("%.3g %s%s", x, prefixes[i], unit)
+end
+
 local function fmt_bytes(n)
   if n == 0 then return "0 B" end
   local units = { "B", "KB", "MB", "GB", "TB" }
@@ -218,13 +257,43 @@ function Profile:key_averages(opts)
     r.total_ns = r.total_ns + (e.t1 - e.t0)
     r.bytes = r.bytes + e.bytes
     r.flops = r.flops + e.flops
+    if e.bound then
+      r.bound_ns = r.bound_ns or {}
+      r.bound_ns[e.bound] = (r.bound_ns[e.bound] or 0) + (e.t1 - e.t0)
+      r.unit = r.unit or e.unit
+    end
+    if e.modelled then r.modelled = true end
   end
   for _, r in ipairs(rows) do
     r.mean_ns = r.total_ns / r.calls
     r.gbps = r.total_ns > 0 and r.bytes / r.total_ns or 0           -- bytes/ns = GB/s
     r.gflops = r.total_ns > 0 and r.flops / r.total_ns or 0
+    M._explain_row(r, self.models and self.models[r.device])
   end
   return rows
+end
+
+-- On a modelled profile, a row's bound (the one that bound most of its
+-- time; "host" for the host's rows) and its share of the model's peak:
+-- the roof that bound it (compute: FLOP/s of the unit's peak; memory and
+-- launch: the larger of the FLOP/s and bandwidth shares; copy: B/s of the
+-- link's pinned rate). torch.cuda.explain uses the same.
+function M._explain_row(r, model)
+  if r.bound_ns then
+    local best, most = nil, -1
+    for b, ns in pairs(r.bound_ns) do
+      if ns > most or (ns == most and b < best) then best, most = b, ns end
+    end
+    r.bound = best
+  end
+  if not (model and r.modelled and r.total_ns > 0) or r.kind == "sync" then return end
+  local s = r.total_ns * 1e-9
+  local peak = r.unit and model.peak[r.unit] or 0
+  local fshare = peak > 0 and r.flops / s / peak or 0
+  local bshare = r.bytes / s / model.bandwidth
+  if r.bound == "compute" then r.peak_share = fshare
+  elseif r.bound == "copy" then r.peak_share = r.name ~= "copy_d2d" and r.bytes / s / model.pcie_pinned or nil
+  else r.peak_share = math.max(fshare, bshare) end
 end
 
 -- Real GPUs for the table's estimate column: published peak memory
@@ -313,6 +382,8 @@ function Profile:lanes()
     if name == "host" then return "" end
     local d, s = name:match("^cuda:(%d+)/(%d+)$")
     if d then return string.format("cuda:%06d/%06d", tonumber(d), tonumber(s)) end
+    d, s = name:match("^cuda:(%d+)/(%a+)$")  -- the copy engines after the streams
+    if d then return string.format("cuda:%06d/z%s", tonumber(d), s == "in" and "1" or "2") end
     return name
   end
   table.sort(list, function(a, b) return order(a.lane) < order(b.lane) end)
@@ -323,7 +394,9 @@ end
 function M.lane_label(lane)
   if lane == "host" then return "host (cpu)" end
   local d, s = lane:match("^(.-)/(%d+)$")
-  return d .. " stream " .. s
+  if d then return d .. " stream " .. s end
+  d, s = lane:match("^(.-)/(%a+)$")
+  return d .. (s == "in" and " copies in" or " copies out")
 end
 
 local function pad(s, w, right)
@@ -361,6 +434,12 @@ function Profile:table(opts)
   local head = { "Name", "Device", "Kind", "Calls", "Total", "Mean", "Bytes", "GB/s", "GFLOP/s" }
   local right = { false, false, false, true, true, true, true, true, true }
   if gpu then head[#head + 1] = gpu.name .. " est.*"; right[#right + 1] = true end
+  -- a modelled profile (issue 29): FLOPs, share of the model's peak and
+  -- what bound each op
+  local modelled = self.models ~= nil
+  if modelled then
+    for _, h in ipairs({ "FLOPs", "Peak%", "Bound" }) do head[#head + 1] = h; right[#right + 1] = h ~= "Bound" end
+  end
   if shapes then head[#head + 1] = "Input Shapes"; right[#right + 1] = false end
   local cells = {}
   for i = 1, math.min(limit, #rows) do
@@ -369,6 +448,11 @@ function Profile:table(opts)
       fmt_bytes(r.bytes), r.bytes > 0 and r.total_ns > 0 and string.format("%.2f", r.gbps) or "-",
       r.flops > 0 and r.total_ns > 0 and string.format("%.2f", r.gflops) or "-" }
     if gpu then c[#c + 1] = r.kind == "kernel" and fmt_time(M.roofline_ns(r, gpu)) or "-" end
+    if modelled then
+      c[#c + 1] = r.flops > 0 and M.format_count(r.flops) or "-"
+      c[#c + 1] = r.peak_share and string.format("%.1f%%", 100 * r.peak_share) or "-"
+      c[#c + 1] = r.bound or (r.device == "cpu" and "host" or "-")
+    end
     if shapes then c[#c + 1] = r.shapes or "" end
     cells[#cells + 1] = c
   end
@@ -401,6 +485,18 @@ function Profile:table(opts)
       "max(bytes / %g GB/s, FLOPs / %g GFLOP/s) per kernel (roofline; launch costs and caches ignored)",
       gpu.name, gpu.gbps, gpu.gflops)
   end
+  if modelled then
+    local devs = {}
+    for d in pairs(self.models) do devs[#devs + 1] = d end
+    table.sort(devs)
+    for _, d in ipairs(devs) do
+      local m = self.models[d]
+      out[#out + 1] = string.format("%s: modelled on a %s (%s): its times are the model's, not this machine's; "
+        .. "Peak%%: of the roof that bound the op (%s FP32, %s memory)", d, m.name, m.key,
+        M.format_rate(m.peak.fp32, "FLOP/s"), M.format_rate(m.bandwidth, "B/s"))
+    end
+    out[#out + 1] = "host (cpu): this machine's own time, plus the driver's costs the model adds (docs/time-model.md)"
+  end
   out[#out + 1] = "Wall time: " .. fmt_time(self.duration_ns)
   local function share(ns) return self.duration_ns > 0 and 100 * ns / self.duration_ns or 0 end
   for _, l in ipairs(self:lanes()) do
@@ -426,6 +522,8 @@ local function pid_tid(lane)
   if lane == "host" then return 0, 0 end
   local d, s = lane:match("^cuda:(%d+)/(%d+)$")
   if d then return tonumber(d) + 1, tonumber(s) end
+  d, s = lane:match("^cuda:(%d+)/(%a+)$")   -- a copy engine: a thread of its own
+  if d then return tonumber(d) + 1, s == "in" and 1000 or 1001 end
   return 0, 0
 end
 
@@ -444,13 +542,15 @@ function Profile:chrome_trace()
       ev[#ev + 1] = { name = "process_name", ph = "M", pid = pid, tid = 0, args = { name = pname } }
       ev[#ev + 1] = { name = "process_sort_index", ph = "M", pid = pid, tid = 0, args = { sort_index = pid } }
     end
-    local tname = pid == 0 and "host" or ("stream " .. tid .. (tid == 0 and " (default)" or ""))
+    local tname = pid == 0 and "host" or tid >= 1000 and (tid == 1000 and "copy engine: copies in" or "copy engine: copies out")
+      or ("stream " .. tid .. (tid == 0 and " (default)" or ""))
     ev[#ev + 1] = { name = "thread_name", ph = "M", pid = pid, tid = tid, args = { name = tname } }
   end
   for _, e in ipairs(self.events) do
     local pid, tid = pid_tid(e.lane)
     local args = { device = e.device, stream = e.stream, bytes = e.bytes, flops = e.flops }
     if e.shapes then args["Input Shapes"] = e.shapes end
+    if e.modelled then args.modelled, args.bound, args.unit = true, e.bound, e.unit end
     ev[#ev + 1] = { name = e.name, cat = e.kind, ph = "X", pid = pid, tid = tid,
       ts = e.t0 / 1e3, dur = (e.t1 - e.t0) / 1e3, args = args }
   end

@@ -1,5 +1,6 @@
 """Drives `gshell --kernel` through %prof for spec/profiler_spec.lua: the
-timeline is a display_data with image/svg+xml before the table's Out[n].
+timeline is a display_data with image/svg+xml before the table's Out[n];
+%explain's roofline is the cell's Out[n].
     python3 prof.py GSHELL OUT.lua"""
 import os
 import sys
@@ -39,6 +40,7 @@ def prof(gshell, out):
         r["svg_check"] = lanes_and_boxes(svg[0]["content"]["data"]["image/svg+xml"]) if svg else ""
         r["value"] = U.run(kc, "(torch.profiler.profile(function() return x + 1 end))")
         r["plain"] = U.run(kc, "x:sum():item()")
+        r["explain"] = U.run(kc, "%explain local y = torch.ones(1 << 20, {device = 'cuda:0'}):neg()")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "core/gs_device.h"
+#include "core/gs_gpu_model.h"
 #include "core/gs_prof.h"
 #include "bind/lua_gs.h"
 
@@ -36,16 +37,21 @@ static int l_dropped(lua_State *L) {
   return 2;
 }
 
+/* now(): the profile's clock, ns: the host's clock (torch.clock()), which
+ * is real time unless a device models a GPU */
 static int l_now(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)gs_prof_now_ns());
+  lua_pushinteger(L, (lua_Integer)gs_prof_clock_ns());
   return 1;
 }
 
 static const char *const kind_names[GS_PROF_KIND_COUNT] = {"kernel", "copy", "sync"};
+static const char *const bound_names[GS_BOUND_COUNT] = {"", "compute", "memory", "launch", "copy", "host"};
+/* as torch.cuda.gpu_model(i).peak names them (lua_gpu_model.c) */
+static const char *const unit_names[GS_UNIT_COUNT] = {"fp32", "fp64", "fp64_tc", "tf32_tc", "fp16_tc", "bf16_tc"};
 
 /* events(): the recorded events as a list of {name, kind, device, stream,
- * t0, t1 (ns, CLOCK_MONOTONIC), bytes, flops[, shapes]}, in the order
- * they were recorded. */
+ * t0, t1 (ns, the profile's clock), bytes, flops[, shapes][, modelled,
+ * bound, unit]}, in the order they were recorded. */
 static int l_events(lua_State *L) {
   if (gs_prof_on()) return luaL_error(L, "torch._prof.events: stop the profile first (workers still append)");
   int64_t n;
@@ -77,6 +83,18 @@ static int l_events(lua_State *L) {
     lua_setfield(L, -2, "bytes");
     lua_pushinteger(L, (lua_Integer)e->flops);
     lua_setfield(L, -2, "flops");
+    if (e->modelled) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "modelled");
+    }
+    if (e->bound > GS_BOUND_NONE && e->bound < GS_BOUND_COUNT) {
+      lua_pushstring(L, bound_names[e->bound]);
+      lua_setfield(L, -2, "bound");
+    }
+    if (e->unit > 0 && e->unit <= GS_UNIT_COUNT) {
+      lua_pushstring(L, unit_names[e->unit - 1]);
+      lua_setfield(L, -2, "unit");
+    }
     const char *shapes = gs_prof_event_shapes(i);
     if (shapes[0]) {
       lua_pushstring(L, shapes);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "core/gs_model_clock.h"
 #include "core/gs_prof.h"
 
 int gs_prof_active;
@@ -27,6 +28,8 @@ uint64_t gs_prof_now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t gs_prof_clock_ns(void) { return (uint64_t)(gs_mclock_host_now() * 1e9 + 0.5); }
 
 /* Appends under the lock; the event is dropped (never the op failed) when
  * memory runs out. */

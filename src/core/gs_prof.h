@@ -26,7 +26,24 @@ typedef struct {
   uint64_t t0_ns, t1_ns; /* CLOCK_MONOTONIC */
   uint64_t bytes;       /* bytes read and written */
   uint64_t flops;       /* floating-point operations, 0 when not counted */
+  /* issue 29: on a device that models a GPU, t0/t1 are its modelled start
+   * and end on the host's modelled clock (gs_prof_clock_ns), and the
+   * model says what bound the task and which unit computed it */
+  uint8_t modelled;     /* 1: t0/t1 are modelled times */
+  uint8_t bound;        /* gs_prof_bound */
+  uint8_t unit;         /* gs_gpu_unit + 1; 0: none */
 } gs_prof_event;
+
+/* What bound a modelled task (docs/profiling.md, "Profiles on a modelled GPU"). */
+typedef enum {
+  GS_BOUND_NONE,    /* not modelled */
+  GS_BOUND_COMPUTE, /* its FLOPs at the unit's peak (times the fill) took longest */
+  GS_BOUND_MEMORY,  /* its bytes at the memory's bandwidth took longest */
+  GS_BOUND_LAUNCH,  /* the kernel launch took longer than its work */
+  GS_BOUND_COPY,    /* a copy engine: bytes over PCIe or NVLink */
+  GS_BOUND_HOST,    /* the host: a CPU op or a wait, on the host's clock */
+  GS_BOUND_COUNT
+} gs_prof_bound;
 
 /* Nonzero while a profile records. */
 extern int gs_prof_active;
@@ -46,6 +63,10 @@ const gs_prof_event *gs_prof_events(int64_t *count);
 #define GS_PROF_MAX_EVENTS 100000
 int64_t gs_prof_dropped(void);
 uint64_t gs_prof_now_ns(void);
+/* The clock a profile's events are on: the host's clock (torch.clock(),
+ * core/gs_model_clock.h) in ns, which is real time when no device models
+ * a GPU; device events on modelled devices carry modelled times on it. */
+uint64_t gs_prof_clock_ns(void);
 
 /* record_shapes: while on (set before gs_prof_start, cleared by
  * gs_prof_stop), recorders that know their operands' shapes pass them as

@@ -42,7 +42,7 @@ static bool on_host(const gs_tensor *t) { return t == NULL || gs_tensor_device(t
  * GPU also runs the cpu copy kernel, and the device reports it itself. */
 static void prof_kernel(const char *name, uint64_t t0, const gs_tensor *out, const gs_tensor *out2,
                         const gs_tensor *a, const gs_tensor *b, uint64_t flops) {
-  uint64_t t1 = gs_prof_now_ns();
+  uint64_t t1 = gs_prof_clock_ns();
   if (!on_host(out) || !on_host(out2) || !on_host(a) || !on_host(b)) return;
   gs_prof_event e;
   memset(&e, 0, sizeof e);
@@ -79,7 +79,7 @@ static void prof_kernel(const char *name, uint64_t t0, const gs_tensor *out, con
 static uint64_t elems(const gs_tensor *t) { return (uint64_t)gs_numel(t); }
 
 static NOINLINE gs_status record_copy(gs_tensor *dst, const gs_tensor *src) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_copy(dst, src);
   prof_kernel("copy_", t0, dst, NULL, src, NULL, 0);
   return s;
@@ -90,7 +90,7 @@ static gs_status prof_copy(gs_tensor *dst, const gs_tensor *src) {
 }
 
 static NOINLINE gs_status record_fill(gs_tensor *dst, gs_scalar value) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_fill(dst, value);
   prof_kernel("fill_", t0, dst, NULL, NULL, NULL, 0);
   return s;
@@ -101,7 +101,7 @@ static gs_status prof_fill(gs_tensor *dst, gs_scalar value) {
 }
 
 static NOINLINE gs_status record_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, const double *args) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_unary(op, out, x, args);
   prof_kernel(gs_unary_name(op), t0, out, NULL, x, NULL, elems(out));
   return s;
@@ -112,7 +112,7 @@ static gs_status prof_unary(gs_unary_op op, gs_tensor *out, const gs_tensor *x, 
 }
 
 static NOINLINE gs_status record_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a, const gs_tensor *b) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_binary(op, out, a, b);
   prof_kernel(gs_binary_name(op), t0, out, NULL, a, b, elems(out));
   return s;
@@ -123,7 +123,7 @@ static gs_status prof_binary(gs_binary_op op, gs_tensor *out, const gs_tensor *a
 }
 
 static NOINLINE gs_status record_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const gs_tensor *x, int dim) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_reduce(op, out, idx, x, dim);
   prof_kernel(gs_reduce_name(op), t0, out, idx, x, NULL, elems(x));
   return s;
@@ -134,7 +134,7 @@ static gs_status prof_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, co
 }
 
 static NOINLINE gs_status record_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_softmax(out, x, dim, log);
   prof_kernel(log ? "log_softmax" : "softmax", t0, out, NULL, x, NULL, 5 * elems(x));
   return s;
@@ -147,7 +147,7 @@ static gs_status prof_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool 
 /* c [B, M, N] = a [B, M, K] @ b [B, K, N]: 2*B*M*N*K flops ("mm", as the
  * simulated devices name their matrix products). */
 static NOINLINE gs_status record_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_gemm(c, a, b);
   uint64_t flops = 2 * elems(c) * (uint64_t)a->shape[2];
   prof_kernel("mm", t0, c, NULL, a, b, flops);
@@ -159,7 +159,7 @@ static gs_status prof_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b)
 }
 
 static NOINLINE gs_status record_arange(gs_tensor *dst, double start, double step) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_arange(dst, start, step);
   prof_kernel("arange", t0, dst, NULL, NULL, NULL, 0);
   return s;
@@ -170,7 +170,7 @@ static gs_status prof_arange(gs_tensor *dst, double start, double step) {
 }
 
 static NOINLINE gs_status record_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_random(dst, r, seed, offset);
   prof_kernel(r->kind == GS_RAND_UNIFORM ? "uniform" : r->kind == GS_RAND_NORMAL ? "normal" : "randint", t0, dst,
               NULL, NULL, NULL, 0);
@@ -182,9 +182,9 @@ static gs_status prof_random(gs_tensor *dst, const gs_random_spec *r, uint64_t s
 }
 
 static NOINLINE gs_status record_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_index_select(out, x, dim, idx);
-  prof_kernel("index_select", t0, out, NULL, x, idx, 0);
+  prof_kernel("index_select", t0, out, NULL, out, idx, 0); /* reads out's worth of x, not all of x */
   return s;
 }
 static gs_status prof_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {
@@ -192,9 +192,9 @@ static gs_status prof_index_select(gs_tensor *out, const gs_tensor *x, int dim, 
   return record_index_select(out, x, dim, idx);
 }
 
-/* convolution (conv2d): im2col and col2im move data, no flops */
+/* convolution (conv2d): im2col moves data (no flops); col2im adds each column element into x */
 static NOINLINE gs_status record_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *g) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_im2col(col, x, g);
   prof_kernel("im2col", t0, col, NULL, x, NULL, 0);
   return s;
@@ -204,9 +204,9 @@ static gs_status prof_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_g
   return record_im2col(col, x, g);
 }
 static NOINLINE gs_status record_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_col2im(x, col, g);
-  prof_kernel("col2im", t0, x, NULL, col, NULL, 0);
+  prof_kernel("col2im", t0, x, NULL, col, NULL, elems(col));
   return s;
 }
 static gs_status prof_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_geom *g) {
@@ -219,7 +219,7 @@ static gs_status prof_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_g
  * compare with im2col's products. ---- */
 static NOINLINE gs_status record_wino(gs_tensor *y, const gs_tensor *x, const gs_tensor *w, const gs_tensor *b,
                                       int64_t ph, int64_t pw, bool flip) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_conv3x3_wino(y, x, w, b, ph, pw, flip);
   prof_kernel("conv3x3_winograd", t0, y, NULL, x, w, 18 * elems(y) * (uint64_t)x->shape[1]);
   return s;
@@ -231,7 +231,7 @@ static gs_status prof_wino(gs_tensor *y, const gs_tensor *x, const gs_tensor *w,
 }
 static NOINLINE gs_status record_wino_gw(gs_tensor *gw, const gs_tensor *x, const gs_tensor *gy, int64_t ph,
                                          int64_t pw) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_conv3x3_wino_gw(gw, x, gy, ph, pw);
   prof_kernel("conv3x3_winograd_gw", t0, gw, NULL, x, gy, 18 * elems(gy) * (uint64_t)x->shape[1]);
   return s;
@@ -250,7 +250,7 @@ static const char *pool_kernel_name(const gs_pool2d_params *p) {
 }
 static NOINLINE gs_status record_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tensor *argmax,
                                         const gs_tensor *x) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_pool2d(p, out, argmax, x);
   prof_kernel(pool_kernel_name(p), t0, out, argmax, x, NULL, elems(x));
   return s;
@@ -261,7 +261,7 @@ static gs_status prof_pool2d(const gs_pool2d_params *p, gs_tensor *out, gs_tenso
 }
 static NOINLINE gs_status record_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const gs_tensor *gy,
                                                  const gs_tensor *argmax) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_pool2d_backward(p, gx, gy, argmax);
   prof_kernel("pool2d_backward", t0, gx, NULL, gy, argmax, elems(gx));
   return s;
@@ -272,7 +272,7 @@ static gs_status prof_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, 
   return record_pool2d_backward(p, gx, gy, argmax);
 }
 static NOINLINE gs_status record_bn_stats(gs_tensor *stats, const gs_tensor *x) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_bn_stats(stats, x);
   prof_kernel("batch_norm_stats", t0, stats, NULL, x, NULL, 3 * elems(x));
   return s;
@@ -283,7 +283,7 @@ static gs_status prof_bn_stats(gs_tensor *stats, const gs_tensor *x) {
 }
 static NOINLINE gs_status record_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor *x,
                                            const gs_tensor *mean) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_bn_reduce(sums, gy, x, mean);
   prof_kernel("batch_norm_backward_reduce", t0, sums, NULL, gy, x, 3 * elems(x));
   return s;
@@ -293,7 +293,7 @@ static gs_status prof_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_t
   return record_bn_reduce(sums, gy, x, mean);
 }
 static NOINLINE gs_status record_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_bn_elemt(out, a, x, k);
   prof_kernel(a ? "batch_norm_backward_elemt" : "batch_norm_elemt", t0, out, NULL, x, a, 4 * elems(x));
   return s;
@@ -303,7 +303,7 @@ static gs_status prof_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tens
   return record_bn_elemt(out, a, x, k);
 }
 static NOINLINE gs_status record_resize(const gs_resize_params *p, gs_tensor *out, const gs_tensor *x) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_resize(p, out, x);
   prof_kernel(p->mode == GS_RESIZE_NEAREST ? "upsample_nearest2d" : "upsample_bilinear2d", t0, out, NULL, x, NULL,
               4 * elems(out));
@@ -314,7 +314,7 @@ static gs_status prof_resize(const gs_resize_params *p, gs_tensor *out, const gs
   return record_resize(p, out, x);
 }
 static NOINLINE gs_status record_resize_backward(const gs_resize_params *p, gs_tensor *gx, const gs_tensor *gy) {
-  uint64_t t0 = gs_prof_now_ns();
+  uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_resize_backward(p, gx, gy);
   prof_kernel(p->mode == GS_RESIZE_NEAREST ? "upsample_nearest2d_backward" : "upsample_bilinear2d_backward", t0, gx,
               NULL, gy, NULL, 4 * elems(gy));

@@ -354,6 +354,8 @@ static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, c
   gs_task_tensor(t, out);
   gs_task_tensor(t, x);
   gs_task_tensor(t, idx);
+  /* it reads the selected slices of x, not all of x (an embedding table) */
+  t->bytes = 2 * (uint64_t)gs_numel(out) * gs_dtype_size(out->dtype) + (uint64_t)gs_numel(idx) * gs_dtype_size(idx->dtype);
   return gs_task_submit(t);
 }
 static gs_status sim_index_add(gs_tensor *out, int dim, const gs_tensor *idx, const gs_tensor *src) {
@@ -362,6 +364,9 @@ static gs_status sim_index_add(gs_tensor *out, int dim, const gs_tensor *idx, co
   gs_task_tensor(t, out);
   gs_task_tensor(t, idx);
   gs_task_tensor(t, src);
+  /* reads src, reads and writes the slices of out it adds to: one add each */
+  t->bytes = 3 * (uint64_t)gs_numel(src) * gs_dtype_size(src->dtype) + (uint64_t)gs_numel(idx) * gs_dtype_size(idx->dtype);
+  t->flops = (uint64_t)gs_numel(src);
   return gs_task_submit(t);
 }
 static gs_status sim_check_index(const gs_tensor *idx, int64_t size, int code) {
@@ -386,6 +391,7 @@ static gs_status sim_col2im(gs_tensor *x, const gs_tensor *col, const gs_conv_ge
   t->conv = *g;
   gs_task_tensor(t, x);
   gs_task_tensor(t, col);
+  t->flops = (uint64_t)gs_numel(col); /* it sums the columns into x: one add each */
   return gs_task_submit(t);
 }
 
@@ -495,15 +501,22 @@ static gs_status sim_copy_queued(gs_tensor *dst, const gs_tensor *src, bool non_
   if (to_host) {
     /* (nothing of dst is written before this wait ends: Ctrl-C may stop it) */
     GS_TRY(gs_buffer_host_wait_before_write(src->buf, "a copy to the host"));
-    uint64_t t0 = gs_prof_on() ? gs_prof_now_ns() : 0;
+    uint64_t t0 = gs_prof_on() ? gs_prof_clock_ns() : 0;
     int sd = src->buf->device.index;
+    const gs_gpu_model *m = gs_gpu_model_of(sd);
     uint64_t r0 = gs_simclock_wait_begin(sd); /* 0 unless the device models a GPU */
     gs_status st = gs_cpu_copy(dst, src);
     /* a modelled GPU: the copy takes its PCIe time, not this one (issue 29) */
     if (r0) gs_simclock_host_copy(sd, bytes, dst->buf->pinned, r0);
     if (t0) {
       gs_prof_event e = {"copy_d2h", GS_PROF_COPY, GS_CUDA, src->buf->device.index, src->buf->stream,
-                         t0, gs_prof_now_ns(), bytes, 0};
+                         t0, gs_prof_clock_ns(), bytes, 0, 0, 0, 0};
+      if (m) { /* it ended when the host clock says; it took its modelled time on the engine of copies out */
+        uint64_t d = (uint64_t)(gs_gpu_copy_time(m, NULL, GS_COPY_D2H, dst->buf->pinned, (double)bytes) * 1e9 + 0.5);
+        e.t0_ns = e.t1_ns > d ? e.t1_ns - d : 0;
+        e.modelled = 1;
+        e.bound = GS_BOUND_COPY;
+      }
       gs_prof_record(&e);
     }
     return st;

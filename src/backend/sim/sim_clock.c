@@ -86,6 +86,14 @@ static double duration(const gs_gpu_model *m, const gs_task *t, int *res) {
   return gs_gpu_kernel_time(m, gs_gpu_unit_for(m, x0 ? x0->dtype : GS_FLOAT32, false), flops, bytes, elems);
 }
 
+double gs_simclock_task_time(const gs_task *t, int *engine) {
+  const gs_gpu_model *m = gs_gpu_model_of(t->dev);
+  int res = RES_SM;
+  double d = m ? duration(m, t, &res) : -1;
+  *engine = res == RES_SM ? 0 : 1;
+  return d;
+}
+
 void gs_simclock_submit(const gs_task *t, int stream, uint64_t seq) {
   const gs_gpu_model *m = gs_gpu_model_of(t->dev);
   if (!m || !valid(t->dev, stream)) return;

@@ -42,5 +42,11 @@ void gs_simclock_wait_end(int dev, int stream, uint64_t seq, uint64_t token);
  * gs_simclock_wait_begin): its real time becomes the modelled copy over
  * PCIe. */
 void gs_simclock_host_copy(int dev, uint64_t bytes, bool pinned, uint64_t token);
+/* Read-only, for the profiler (issue 29 phase 2): task t's modelled
+ * duration on its device's model (<0 for a device without a model) and
+ * the resource it occupies (*engine: 0 the SMs, 1 the engine of copies
+ * into the device). Computes what gs_simclock_submit charged; changes
+ * nothing. */
+double gs_simclock_task_time(const struct gs_task *t, int *engine);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "backend/sim/sim_clock.h"
+#include "backend/sim/sim_prof.h"
 #include "core/gs_parallel.h"
 #include "core/gs_prof.h"
 #include "backend/sim/sim_queue.h"
@@ -188,7 +189,14 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
   atomic_fetch_add_explicit(&d->busy_ns, t1 - t0, memory_order_relaxed);
   atomic_fetch_add_explicit(&d->kernels, 1, memory_order_relaxed);
   if (gs_prof_on()) {
-    gs_prof_event e = {t->name, (gs_prof_kind)t->kind, GS_CUDA, s->dev, s->id, t0, t1, t->bytes, t->flops};
+    gs_prof_event e = {t->name, (gs_prof_kind)t->kind, GS_CUDA, s->dev, s->id, t0, t1, t->bytes, t->flops, 0, 0, 0};
+    if (t->m0 >= 0) { /* a modelled device: the task's modelled span (issue 29) */
+      e.t0_ns = (uint64_t)(t->m0 * 1e9 + 0.5);
+      e.t1_ns = (uint64_t)(t->m1 * 1e9 + 0.5);
+      e.modelled = 1;
+      e.bound = t->bound;
+      e.unit = t->unit;
+    }
     gs_prof_record(&e);
   }
 }
@@ -372,6 +380,7 @@ gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
   t->name = name;
   t->kind = GS_PROF_KERNEL;
   t->bytes = t->flops = 0;
+  t->m0 = -1;
   t->ntensors = 0;
   t->keep = NULL;
   t->has_args = false;
@@ -412,7 +421,7 @@ static bool need_interrupt(bool any_op) { return gs_interrupted && (any_op || gs
  * as in CUDA), never the device: the work queued so far runs on, so every
  * tensor it fills holds its right value once it is read (that read waits
  * for it). Polls the flag every 20 ms while blocked. */
-static gs_status host_wait_stream_real(stream *s, uint64_t seq, bool any_op) {
+static gs_status host_wait_stream_real(stream *s, uint64_t seq, bool any_op, bool *waited) {
   if (completed_of(s) >= seq) return GS_OK;
   uint64_t t0 = gs_prof_on() ? now_ns() : 0;
   bool stopped = false;
@@ -429,20 +438,27 @@ static gs_status host_wait_stream_real(stream *s, uint64_t seq, bool any_op) {
   s->waiters--;
   pthread_mutex_unlock(&s->lock);
   if (stopped) return gs_interrupted_error();
-  if (t0) {
-    /* on the host's lane, naming the device and stream waited for */
-    gs_prof_event e = {"wait", GS_PROF_SYNC, GS_CUDA, s->dev, s->id, t0, now_ns(), 0, 0};
-    gs_prof_record(&e);
-  }
+  if (t0) *waited = true;
   return GS_OK;
 }
 
 /* The wait, and on a device that models a GPU the host clock's jump to
- * the work's modelled end (issue 29, sim_clock.h). */
+ * the work's modelled end (issue 29, sim_clock.h). The profile's "wait"
+ * event is on the host's clock, after that jump: on a modelled device
+ * every wait is one (the host waits in the model even when this machine
+ * had already computed the work), elsewhere only a wait that blocked. */
 static gs_status host_wait_stream_ex(stream *s, uint64_t seq, bool any_op) {
+  uint64_t c0 = gs_prof_on() ? gs_prof_clock_ns() : 0;
   uint64_t token = gs_simclock_wait_begin(s->dev);
-  gs_status st = host_wait_stream_real(s, seq, any_op);
+  bool waited = false;
+  gs_status st = host_wait_stream_real(s, seq, any_op, &waited);
   gs_simclock_wait_end(s->dev, s->id, seq, token);
+  if (c0 && st == GS_OK && (waited || token)) {
+    /* on the host's lane, naming the device and stream waited for */
+    gs_prof_event e = {"wait", GS_PROF_SYNC, GS_CUDA, s->dev, s->id, c0, gs_prof_clock_ns(), 0, 0,
+                       token != 0, GS_BOUND_HOST, 0};
+    gs_prof_record(&e);
+  }
   return st;
 }
 
@@ -500,6 +516,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   uint64_t seq = s->enqueued + 1;
   t->seq = seq;
   gs_simclock_submit(t, id, seq); /* its modelled time (issue 29), before the worker may take it */
+  if (gs_prof_on() && !t->wseq && !t->event) gs_simprof_model(t, id, seq);
   for (int k = 0; k < t->ntensors; k++) note_use(t->orig[k], t->dev, id, seq);
   pthread_mutex_lock(&s->lock);
   s->enqueued = seq;

@@ -51,6 +51,11 @@ struct gs_task {
   const char *name;    /* for the profiler and error messages */
   int kind;            /* gs_prof_kind */
   uint64_t bytes, flops;
+  /* while a profile records, on a device that models a GPU: the task's
+   * modelled start and end (s, the host's clock), what bound it and its
+   * unit (gs_prof_event's fields); m0 < 0: not modelled */
+  double m0, m1;
+  uint8_t bound, unit;
   int ntensors;
   gs_tensor x[GS_TASK_TENSORS];
   gs_buffer b[GS_TASK_TENSORS];

@@ -1,0 +1,35 @@
+/* sim_prof.c: what the profiler records of a task on a simulated device
+ * that models a GPU (sim_prof.h; issue 29 phase 2). */
+#include <string.h>
+#include "backend/sim/sim_clock.h"
+#include "backend/sim/sim_prof.h"
+#include "core/gs_gpu_model.h"
+#include "core/gs_prof.h"
+
+/* While a profile records: task t's modelled span, what bound it and its
+ * unit, for the worker's event (issue 29; docs/profiling.md). The bound
+ * follows the time model's formula, launch + max(compute, memory): a copy
+ * engine's task is a copy; a kernel whose launch is longer than its work
+ * is launch-bound; else memory-bound when its bytes at the model's
+ * bandwidth take the whole of its work's time, compute-bound otherwise. */
+void gs_simprof_model(gs_task *t, int id, uint64_t seq) {
+  const gs_gpu_model *m = gs_gpu_model_of(t->dev);
+  int engine;
+  double dur = m ? gs_simclock_task_time(t, &engine) : -1;
+  double end = dur >= 0 ? gs_simclock_end(t->dev, id, seq) : -1;
+  if (end < 0) { t->m0 = -1; return; }
+  t->m0 = end - dur;
+  t->m1 = end;
+  bool mm = t->ntensors == 3 && strcmp(t->name, "mm") == 0;
+  gs_dtype dt = t->ntensors > 0 ? t->x[0].dtype : GS_FLOAT32;
+  t->unit = (uint8_t)(gs_gpu_unit_for(m, dt, mm) + 1);
+  double body = dur - m->launch_s;
+  /* a copy inside one device is a kernel that reads and writes the bytes */
+  double bytes = t->kind == GS_PROF_COPY ? 2.0 * (double)t->bytes : (double)t->bytes;
+  if (engine != 0) { t->bound = GS_BOUND_COPY; t->unit = 0; }
+  else if (m->launch_s >= body) t->bound = GS_BOUND_LAUNCH;
+  else if (gs_gpu_mem_time(m, bytes) >= body * (1 - 1e-9)) t->bound = GS_BOUND_MEMORY;
+  else t->bound = GS_BOUND_COMPUTE;
+  if (t->kind == GS_PROF_COPY) t->unit = 0;
+}
+
