@@ -24,17 +24,24 @@ local M = {}
 
 local OPEN = { ["("] = ")", ["["] = "]", ["{"] = "}" }
 
+-- Position of the quote closing the string that opens at i (its
+-- backslash escapes skipped), or past the end of s when it is unclosed.
+local function string_end(s, i)
+  local c, k = s:sub(i, i), i + 1
+  while k <= #s and s:sub(k, k) ~= c do
+    if s:sub(k, k) == "\\" then k = k + 1 end
+    k = k + 1
+  end
+  return k
+end
+
 -- Position of the bracket closing the one at i (skipping strings), or nil.
 local function close_of(s, i)
   local stack, j = {}, i
   while j <= #s do
     local c = s:sub(j, j)
     if c == '"' or c == "'" then
-      local k = j + 1
-      while k <= #s and s:sub(k, k) ~= c do
-        if s:sub(k, k) == "\\" then k = k + 1 end
-        k = k + 1
-      end
+      local k = string_end(s, j)
       j = k
     elseif OPEN[c] then
       stack[#stack + 1] = OPEN[c]
@@ -55,11 +62,7 @@ local function split_top(s, sep)
   while j <= #s do
     local c = s:sub(j, j)
     if c == '"' or c == "'" then
-      local k = j + 1
-      while k <= #s and s:sub(k, k) ~= c do
-        if s:sub(k, k) == "\\" then k = k + 1 end
-        k = k + 1
-      end
+      local k = string_end(s, j)
       j = k
     elseif OPEN[c] then depth = depth + 1
     elseif c == ")" or c == "]" or c == "}" then depth = depth - 1
@@ -124,11 +127,7 @@ local function rewrite_brackets(s, found)
   while i <= #s do
     local c = s:sub(i, i)
     if c == '"' or c == "'" then
-      local k = i + 1
-      while k <= #s and s:sub(k, k) ~= c do
-        if s:sub(k, k) == "\\" then k = k + 1 end
-        k = k + 1
-      end
+      local k = string_end(s, i)
       out[#out + 1] = s:sub(i, k)
       i = k + 1
     elseif c == "[" or c == "(" then
@@ -300,11 +299,7 @@ local function rewrite_colons(s, found)
   while i <= #s do
     local c = s:sub(i, i)
     if c == '"' or c == "'" then
-      local k = i + 1
-      while k <= #s and s:sub(k, k) ~= c do
-        if s:sub(k, k) == "\\" then k = k + 1 end
-        k = k + 1
-      end
+      local k = string_end(s, i)
       out[#out + 1] = s:sub(i, k)
       i = k + 1
     else
@@ -332,11 +327,7 @@ local function rewrite_ternary(s, found)
   while j <= #s do
     local c = s:sub(j, j)
     if c == '"' or c == "'" then
-      local k = j + 1
-      while k <= #s and s:sub(k, k) ~= c do
-        if s:sub(k, k) == "\\" then k = k + 1 end
-        k = k + 1
-      end
+      local k = string_end(s, j)
       j = k
     elseif OPEN[c] then depth = depth + 1
     elseif c == ")" or c == "]" or c == "}" then depth = depth - 1
@@ -554,11 +545,7 @@ local function strip_lua_comment(line)
   while j <= #line do
     local c = line:sub(j, j)
     if c == '"' or c == "'" then
-      local k = j + 1
-      while k <= #line and line:sub(k, k) ~= c do
-        if line:sub(k, k) == "\\" then k = k + 1 end
-        k = k + 1
-      end
+      local k = string_end(line, j)
       j = k
     elseif line:sub(j, j + 1) == "--" then
       return line:sub(1, j - 1)
