@@ -229,12 +229,20 @@ magics.time = function(session, rest)
   if rest:match("^%s*$") then error("usage: %time statement", 0) end
   local fn, err = session:compile(rest, { chunkname = "=%time" })
   if not fn then error(err, 0) end
+  local model = current_model()
+  local t = model and torch_mod()
   synchronize()
-  local c0, t0 = os.clock(), clock()
+  local c0, t0, m0, e0 = os.clock(), clock(), t and t.clock(), t and t._model_events()
   local res = table.pack(fn())
+  local touched = t and t._model_events() ~= e0
   synchronize()
   local wall, cpu = clock() - t0, os.clock() - c0
   io.stdout:write(string.format("CPU time: %s\nWall time: %s\n", M.format_time(cpu), M.format_time(wall)))
+  -- on a modelled GPU (issue 29): the time that GPU would take, when the
+  -- statement launched or waited for work on it
+  if touched then
+    io.stdout:write(string.format("Modelled time on a %s: %s\n", model.name, M.format_time(t.clock() - m0)))
+  end
   return table.unpack(res, 1, res.n)
 end
 
