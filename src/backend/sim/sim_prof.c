@@ -33,3 +33,15 @@ void gs_simprof_model(gs_task *t, int id, uint64_t seq) {
   if (t->kind == GS_PROF_COPY) t->unit = 0;
 }
 
+
+void gs_simprof_record(const gs_task *t, int stream, uint64_t t0, uint64_t t1) {
+  gs_prof_event e = {t->name, (gs_prof_kind)t->kind, GS_CUDA, t->dev, stream, t0, t1, t->bytes, t->flops, 0, 0, 0};
+  if (t->m0 >= 0) { /* a modelled device: the task's modelled span (issue 29) */
+    e.t0_ns = (uint64_t)(t->m0 * 1e9 + 0.5);
+    e.t1_ns = (uint64_t)(t->m1 * 1e9 + 0.5);
+    e.modelled = 1;
+    e.bound = t->bound;
+    e.unit = t->unit;
+  }
+  gs_prof_record(&e);
+}

@@ -12,5 +12,8 @@
 
 /* Fills t->m0, m1, bound, unit (m0 = -1 on a device without a model). */
 void gs_simprof_model(gs_task *t, int stream, uint64_t seq);
+/* Records task t, run on (t->dev, stream) from t0 to t1 on this
+ * machine's clock: its modelled span instead where it has one. */
+void gs_simprof_record(const gs_task *t, int stream, uint64_t t0, uint64_t t1);
 
 #endif

@@ -188,17 +188,7 @@ static void run_task(stream *s, gs_task *t, bool dropped) {
   mark_output(s->dev, t, st, raised0);
   atomic_fetch_add_explicit(&d->busy_ns, t1 - t0, memory_order_relaxed);
   atomic_fetch_add_explicit(&d->kernels, 1, memory_order_relaxed);
-  if (gs_prof_on()) {
-    gs_prof_event e = {t->name, (gs_prof_kind)t->kind, GS_CUDA, s->dev, s->id, t0, t1, t->bytes, t->flops, 0, 0, 0};
-    if (t->m0 >= 0) { /* a modelled device: the task's modelled span (issue 29) */
-      e.t0_ns = (uint64_t)(t->m0 * 1e9 + 0.5);
-      e.t1_ns = (uint64_t)(t->m1 * 1e9 + 0.5);
-      e.modelled = 1;
-      e.bound = t->bound;
-      e.unit = t->unit;
-    }
-    gs_prof_record(&e);
-  }
+  if (gs_prof_on()) gs_simprof_record(t, s->id, t0, t1);
 }
 
 /* After a task a worker looks for the next one for a few microseconds
