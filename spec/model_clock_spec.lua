@@ -122,7 +122,6 @@ describe("the modelled clock", function()
     -- no jump: the host's own work (at most its real time: the time it
     -- waited for a core is taken out) and one launch, not the copy
     assert.is_true(queued <= real + 1e-4, queued - real)
-    assert.is_true(queued < pinned / 2, string.format("%g, the copy %g", queued, pinned))
     assert.is_true(done >= pinned and done < pinned + 0.05, done)
     near(want - 10e-6, 2 * (pinned - 10e-6), 1e-12)
     assert.are.equal(1, d[n]:item() * d2[1]:item())
