@@ -24,7 +24,7 @@ static uint64_t events;        /* launches and waits on modelled devices, ever *
  * taken out already. Read at most every SAMPLE_NS (a read costs about a
  * microsecond; ops are queued far more often), and only when the host
  * queues or waits for a modelled device, so with "host" the clock stays
- * real time. -1: no schedstat here. */
+ * real time. delay_fd -1: no schedstat here. */
 #define SAMPLE_NS 50000
 static int delay_fd = -1;
 static bool delay_tried, in_wait;
@@ -57,7 +57,10 @@ static void follow_host_thread_locked(void) {
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)gettid());
   delay_fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (!read_delay(&delay_base)) delay_fd = -1;
+  if (delay_fd >= 0 && !read_delay(&delay_base)) {
+    close(delay_fd);
+    delay_fd = -1;
+  }
 }
 
 /* Adds the run delay since the last sample to `starved` (outside waits);
