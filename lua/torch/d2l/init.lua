@@ -607,6 +607,19 @@ do
   d2l.MaskedSoftmaxCELoss = attention.MaskedSoftmaxCELoss
 end
 
+-- the recurrent chapters' text helpers (text.lua) and training loop (train_seq.lua)
+do
+  local text = require("torch.d2l.text")
+  for _, k in ipairs({ "read_time_machine", "tokenize", "Vocab", "count_corpus", "load_corpus_time_machine",
+    "seq_data_iter_random", "seq_data_iter_sequential", "load_data_time_machine" }) do
+    d2l[k] = text[k]
+  end
+  local seq = require("torch.d2l.train_seq")
+  for _, k in ipairs({ "grad_clipping", "predict_ch8", "train_epoch_ch8", "train_ch8", "RNNModel" }) do
+    d2l[k] = seq[k]
+  end
+end
+
 -- resnet18 and its Residual block: resnet.lua (needs nn.Conv2d, BatchNorm2d)
 d2l.resnet18 = function(...) return require("torch.d2l.resnet").resnet18(...) end
 d2l.Residual = function(...) return require("torch.d2l.resnet").Residual(...) end
