@@ -97,6 +97,15 @@ describe("examples/", function()
       assert.truthy(has(out, "b1 grad:\tnil"), out)
       multi_gpu_lines(out, dev, second)
     end,
+    ["char_rnn.lua"] = function(out, dev)
+      -- train_ch8's chart lines (one an epoch in the short mode), then the book's lines
+      local first = tonumber(out:match("\nepoch 1: train ([%d.]+)\n"))
+      local last = tonumber(out:match("\nperplexity ([%d.]+), [%d.]+ tokens/sec on " .. dev:gsub("%p", "%%%0")))
+      assert.truthy(first and last, out)
+      assert.truthy(last < first * 0.9, "the perplexity did not fall:\n" .. out)
+      assert.are.equal(dev ~= "cpu", has(out, " modelled on a "), out)
+      assert.truthy(out:find("\ntime traveller[^\n]+\ntraveller"), out)
+    end,
     ["multi_gpu_concise.lua"] = function(out, dev, second)
       assert.truthy(has(out, "ResNet-18: 76 parameter tensors"), out)
       multi_gpu_lines(out, dev, second)
