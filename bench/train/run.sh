@@ -4,7 +4,8 @@
 # examples/s of full steps on the cpu, PyTorch's better of 1 and 2
 # threads; LeNet through nn.DataParallel on 2 simulated GPUs against 1;
 # one train_ch6 epoch of the book's sigmoid LeNet on Fashion-MNIST (data
-# loading included). Usage: sh bench/train/run.sh [BUILD_DIR]
+# loading included); a character LSTM's step (examples/char_rnn.lua's
+# size) as tokens/s. Usage: sh bench/train/run.sh [BUILD_DIR]
 # (`make bench` runs it). Writes bench/results/train-latest.md.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -47,6 +48,7 @@ table="| benchmark (examples/s) | gshell | pytorch | ratio | target | result |
 | --- | ---: | ---: | ---: | --- | --- |
 $(row lenet_cpu "LeNet (ReLU, max pool) train step, batch 256, cpu" 1.2)
 $(row resnet18_cpu "ResNet-18 (28x28) train step, batch 64, cpu" 1.0)
+$(row lstm_cpu "char LSTM train step (examples/char_rnn.lua: 28 one-hot, 256 hidden, batch 32 x 35 steps), cpu, tokens/s" 1.0)
 $(row lenet_epoch_cpu "train_ch6 epoch, sigmoid LeNet, Fashion-MNIST, cpu (data included)" 1.2)
 $(awk -v a="$(val "$tmp/gshell" lenet_dp2)" -v b="$(val "$tmp/gshell" lenet_sim1)" 'BEGIN {
   r = a / b; printf "| LeNet through DataParallel on 2 simulated GPUs (%.0f) vs 1 simulated GPU (%.0f) | %.0f | %.0f | %.2fx | >= 1.4x | %s |\n", a, b, a, b, r, (r >= 1.4 ? "PASS" : "MISS") }')"

@@ -4,7 +4,8 @@
 -- pooling, batch 256) and of the multi-GPU chapter's ResNet-18 (28x28,
 -- batch 64) on the cpu device; the same LeNet through nn.DataParallel on
 -- two simulated GPUs against one; and one epoch of the book's train_ch6
--- loop (sigmoid LeNet, Fashion-MNIST, batch 256) on the cpu. Prints
+-- loop (sigmoid LeNet, Fashion-MNIST, batch 256) on the cpu; a character
+-- LSTM's step (examples/char_rnn.lua's size) on the cpu. Prints
 -- `name value unit` lines; the best of a few rounds counts.
 -- Run with LUA_CPATH="build/?.so;;" lua5.4 (and GSHELL_SIM_GPUS=2).
 local torch = require("torch")
@@ -59,6 +60,35 @@ if (which == "all" or which == "dp") and torch.cuda.device_count() >= 2 then
   local two = steps_per_sec(dp, "cuda:0", 256, 28, 20, 3)
   print("lenet_sim1", one, "examples/s")
   print("lenet_dp2", two, "examples/s")
+end
+if which == "all" or which == "lstm" then
+  -- examples/char_rnn.lua's step at its default size (the book's 10.1):
+  -- one-hot ids through an LSTM of 256 and a Linear to the 28-character
+  -- vocabulary, batch 32 x 35 steps, cross-entropy, grad_clipping, SGD;
+  -- tokens/s
+  torch.manual_seed(0)
+  local V, B, T = 28, 32, 35
+  local net = d2l.RNNModel(nn.LSTM(V, 256), V)
+  local X, Y = torch.randint(1, V + 1, { B, T }), torch.randint(1, V + 1, { B, T })
+  local y = Y:t():reshape(-1)
+  local loss = nn.CrossEntropyLoss()
+  local opt = torch.optim.SGD(net:parameters(), { lr = 1 })
+  local function step()
+    local state = net:begin_state("cpu", B)
+    opt:zero_grad()
+    local y_hat = net(X, state)
+    loss(y_hat, y):mean():backward()
+    d2l.grad_clipping(net, 1)
+    opt:step()
+  end
+  step(); step()
+  local best = math.huge
+  for _ = 1, 3 do
+    local t0 = clock()
+    for _ = 1, 5 do step() end
+    best = math.min(best, clock() - t0)
+  end
+  print("lstm_cpu", B * T * 5 / best, "tokens/s")
 end
 if which == "all" or which == "epoch" then
   -- train_ch6's loop (the book's sigmoid LeNet, lr 0.9), one epoch on the

@@ -4,8 +4,6 @@
 import sys, time
 import torch
 from torch import nn
-import torchvision
-from torchvision import transforms
 
 def lenet(relu):
     act = nn.ReLU if relu else nn.Sigmoid
@@ -70,7 +68,52 @@ if which in ("all", "lenet"):
     print("lenet_cpu", best_threads(lambda: steps_per_sec(lenet(True), 256, 28, 20, 3)), "examples/s")
 if which in ("all", "resnet"):
     print("resnet18_cpu", best_threads(lambda: steps_per_sec(resnet18(10, 1), 64, 28, 3, 2)), "examples/s")
+class RNNModel(nn.Module):
+    # the book's concise model (9.6)
+    def __init__(self, rnn_layer, vocab_size):
+        super().__init__()
+        self.rnn, self.vocab_size = rnn_layer, vocab_size
+        self.linear = nn.Linear(rnn_layer.hidden_size, vocab_size)
+    def forward(self, inputs, state):
+        X = nn.functional.one_hot(inputs.T.long(), self.vocab_size).to(torch.float32)
+        Y, state = self.rnn(X, state)
+        return self.linear(Y.reshape((-1, Y.shape[-1]))), state
+
+def grad_clipping(net, theta):
+    params = [p for p in net.parameters() if p.requires_grad]
+    norm = torch.sqrt(sum(torch.sum((p.grad ** 2)) for p in params))
+    if norm > theta:
+        for param in params:
+            param.grad[:] *= theta / norm
+
+def lstm_tokens_per_sec():
+    torch.manual_seed(0)
+    V, B, T = 28, 32, 35
+    net = RNNModel(nn.LSTM(V, 256), V)
+    X, Y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
+    y = Y.T.reshape(-1)
+    loss, opt = nn.CrossEntropyLoss(), torch.optim.SGD(net.parameters(), lr=1)
+    def step():
+        state = (torch.zeros(1, B, 256), torch.zeros(1, B, 256))
+        opt.zero_grad()
+        y_hat, _ = net(X, state)
+        loss(y_hat, y).mean().backward()
+        grad_clipping(net, 1)
+        opt.step()
+    step(); step()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(5): step()
+        best = min(best, time.perf_counter() - t0)
+    return B * T * 5 / best
+
+if which in ("all", "lstm"):
+    print("lstm_cpu", best_threads(lstm_tokens_per_sec), "tokens/s")
 if which in ("all", "epoch"):
+    # torchvision only here: the other rows run without it
+    import torchvision
+    from torchvision import transforms
     root = sys.argv[2]
     ds = torchvision.datasets.FashionMNIST(root=root, train=True, transform=transforms.ToTensor(), download=False)
     def epoch():

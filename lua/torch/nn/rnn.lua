@@ -3,9 +3,8 @@
 -- gate order (LSTM i, f, g, o; GRU r, z, n), initialisation and
 -- (seq, batch, feature) layout, so state dicts line up with PyTorch's.
 -- Built from existing ops, so they run (and differentiate) on every
--- device: each layer and direction projects all time steps' inputs with
--- one product, then each step does one product with the hidden weights
--- and the pointwise gates. docs/rnn.md documents them.
+-- device: each step of each layer and direction does one product with the
+-- input weights, one with the hidden weights and the pointwise gates. docs/rnn.md documents them.
 local torch = require("torch")
 local errors = require("torch.utils.errors")
 local fail, check_options, describe = errors.fail, errors.check_options, errors.describe
@@ -90,8 +89,8 @@ function RNNBase:reset_parameters()
 end
 
 -- One time step: h (and c for the LSTM) from the step's projected input
--- xp (batch, gates * hidden, input bias and, except for the GRU, hidden
--- bias already added).
+-- xp (batch, gates * hidden; the input bias and, except for the GRU, the
+-- hidden bias already added).
 local function rnn_step(act)
   return function(xp, h, w_hh_t)
     return act(torch.addmm(xp, h, w_hh_t))
@@ -119,30 +118,26 @@ local function gru_step(xp, h, w_hh_t, b_hh, H)
   return n + z * (h - n)
 end
 
--- Runs one layer in one direction over x (seq, batch, in): returns the
--- outputs (seq, batch, hidden) and the final h (and c).
-function RNNBase:_run_direction(x, sfx, h, c, reverse)
-  local T, B, H = x:size(1), x:size(2), self.hidden_size
-  local w_ih, w_hh = self["weight_ih" .. sfx], self["weight_hh" .. sfx]
+-- Runs one layer in one direction over xs, the steps' inputs (a list of
+-- [batch, in]): returns the steps' outputs (a list of [batch, hidden]) and
+-- the final h (and c). Each step projects its own input: one product for
+-- all steps would be one kernel fewer a step, but every step's slice of it
+-- would send back a gradient the size of all steps (a select's backward
+-- is zeros with the slice filled in), T times the memory traffic.
+function RNNBase:_run_direction(xs, sfx, h, c, reverse)
+  local T, H = #xs, self.hidden_size
+  local w_ih_t, w_hh_t = self["weight_ih" .. sfx]:t(), self["weight_hh" .. sfx]:t()
   local b_ih, b_hh = self["bias_ih" .. sfx], self["bias_hh" .. sfx]
-  local w_hh_t = w_hh:t()
-  local x2 = x:reshape(T * B, x:size(3))
-  local xp
-  if b_ih ~= nil then
-    -- the hidden bias adds to the same sum, except in the GRU's n gate
-    local b = self.mode == "GRU" and b_ih or b_ih + b_hh
-    xp = torch.addmm(b, x2, w_ih:t())
-  else
-    xp = x2:matmul(w_ih:t())
-  end
-  xp = xp:view(T, B, xp:size(2))
-  local outs = {}
   local mode = self.mode
+  -- the hidden bias adds to the same sum, except in the GRU's n gate
+  local b = b_ih
+  if b_ih ~= nil and mode ~= "GRU" then b = b_ih + b_hh end
   local step = mode == "RNN_TANH" and rnn_step(function(v) return v:tanh() end) or mode == "RNN_RELU"
-    and rnn_step(function(v) return v:relu() end) or nil
+    and rnn_step(function(v) return v:relu() end)
+  local outs = {}
   for s = 1, T do
     local t = reverse and T + 1 - s or s
-    local xt = xp:select(1, t)
+    local xt = b ~= nil and torch.addmm(b, xs[t], w_ih_t) or xs[t]:matmul(w_ih_t)
     if mode == "LSTM" then
       h, c = lstm_step(xt, h, c, w_hh_t, H)
     elseif mode == "GRU" then
@@ -152,7 +147,7 @@ function RNNBase:_run_direction(x, sfx, h, c, reverse)
     end
     outs[t] = h
   end
-  return torch.stack(outs, 1), h, c
+  return outs, h, c
 end
 
 local function shape_str(t)
@@ -217,17 +212,28 @@ function RNNBase:forward(input, hx)
     if self.mode == "LSTM" then c0 = h0 end
   end
   local hs, cs = {}, {}
+  local T = x:size(1)
+  if T == 0 then fail(who .. ": the input has no time steps (its sequence dimension is 0)") end
+  local xs = {}
+  for t = 1, T do xs[t] = x:select(1, t) end
+  local outs
   for layer = 0, self.num_layers - 1 do
-    if layer > 0 and self.dropout > 0 and self.training then x = F.dropout(x, self.dropout, true) end
-    local outs = {}
+    if layer > 0 then
+      for t = 1, T do
+        xs[t] = dirs == 2 and torch.cat({ outs[1][t], outs[2][t] }, 2) or outs[1][t]
+        if self.dropout > 0 and self.training then xs[t] = F.dropout(xs[t], self.dropout, true) end
+      end
+    end
+    outs = {}
     for d = 1, dirs do
       local k = layer * dirs + d
       local sfx = ("_l%d%s"):format(layer, d == 2 and "_reverse" or "")
       local c_in = c0 ~= nil and c0:select(1, k) or nil
-      outs[d], hs[k], cs[k] = self:_run_direction(x, sfx, h0:select(1, k), c_in, d == 2)
+      outs[d], hs[k], cs[k] = self:_run_direction(xs, sfx, h0:select(1, k), c_in, d == 2)
     end
-    x = dirs == 2 and torch.cat(outs, 3) or outs[1]
   end
+  x = torch.stack(outs[1], 1)
+  if dirs == 2 then x = torch.cat({ x, torch.stack(outs[2], 1) }, 3) end
   local h_n = torch.stack(hs, 1)
   local c_n = self.mode == "LSTM" and torch.stack(cs, 1) or nil
   if unbatched then
