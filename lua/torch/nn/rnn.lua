@@ -3,8 +3,8 @@
 -- gate order (LSTM i, f, g, o; GRU r, z, n), initialisation and
 -- (seq, batch, feature) layout, so state dicts line up with PyTorch's.
 -- Built from existing ops, so they run (and differentiate) on every
--- device: each step of each layer and direction does one product with the
--- input weights, one with the hidden weights and the pointwise gates. docs/rnn.md documents them.
+-- device: each step of each layer and direction does one or two products
+-- and the pointwise gates. docs/rnn.md documents them.
 local torch = require("torch")
 local errors = require("torch.utils.errors")
 local fail, check_options, describe = errors.fail, errors.check_options, errors.describe
@@ -88,17 +88,8 @@ function RNNBase:reset_parameters()
   end)
 end
 
--- One time step: h (and c for the LSTM) from the step's projected input
--- xp (batch, gates * hidden; the input bias and, except for the GRU, the
--- hidden bias already added).
-local function rnn_step(act)
-  return function(xp, h, w_hh_t)
-    return act(torch.addmm(xp, h, w_hh_t))
-  end
-end
-
-local function lstm_step(xp, h, c, w_hh_t, H)
-  local gates = torch.addmm(xp, h, w_hh_t)
+-- The LSTM's step from its gates' pre-activations (batch, 4 * hidden).
+local function lstm_cell(gates, c, H)
   -- i, f and o are sigmoids, g a tanh: one sigmoid call for all four
   -- (g's quarter unused) costs less than three calls
   local sg = gates:sigmoid()
@@ -109,7 +100,7 @@ local function lstm_step(xp, h, c, w_hh_t, H)
 end
 
 -- GRU: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) n + z h,
--- so b_hh stays out of the input projection.
+-- so the input and hidden products stay apart.
 local function gru_step(xp, h, w_hh_t, b_hh, H)
   local gh = b_hh ~= nil and torch.addmm(b_hh, h, w_hh_t) or h:matmul(w_hh_t)
   local rz = (xp:narrow(2, 1, 2 * H) + gh:narrow(2, 1, 2 * H)):sigmoid()
@@ -120,31 +111,37 @@ end
 
 -- Runs one layer in one direction over xs, the steps' inputs (a list of
 -- [batch, in]): returns the steps' outputs (a list of [batch, hidden]) and
--- the final h (and c). Each step projects its own input: one product for
--- all steps would be one kernel fewer a step, but every step's slice of it
+-- the final h (and c). Each step does its own products: one product of
+-- all steps' inputs would be fewer kernels, but every step's slice of it
 -- would send back a gradient the size of all steps (a select's backward
--- is zeros with the slice filled in), T times the memory traffic.
+-- is zeros with the slice filled in), T times the memory traffic. The RNN
+-- and the LSTM do one product a step, [x_t, h] times [W_ih, W_hh]^T (the
+-- weights joined once a call); the GRU needs W_hn h apart, so two.
 function RNNBase:_run_direction(xs, sfx, h, c, reverse)
   local T, H = #xs, self.hidden_size
-  local w_ih_t, w_hh_t = self["weight_ih" .. sfx]:t(), self["weight_hh" .. sfx]:t()
+  local w_ih, w_hh = self["weight_ih" .. sfx], self["weight_hh" .. sfx]
   local b_ih, b_hh = self["bias_ih" .. sfx], self["bias_hh" .. sfx]
   local mode = self.mode
-  -- the hidden bias adds to the same sum, except in the GRU's n gate
-  local b = b_ih
-  if b_ih ~= nil and mode ~= "GRU" then b = b_ih + b_hh end
-  local step = mode == "RNN_TANH" and rnn_step(function(v) return v:tanh() end) or mode == "RNN_RELU"
-    and rnn_step(function(v) return v:relu() end)
   local outs = {}
+  if mode == "GRU" then
+    local w_ih_t, w_hh_t = w_ih:t(), w_hh:t()
+    for s = 1, T do
+      local t = reverse and T + 1 - s or s
+      local xp = b_ih ~= nil and torch.addmm(b_ih, xs[t], w_ih_t) or xs[t]:matmul(w_ih_t)
+      h = gru_step(xp, h, w_hh_t, b_hh, H)
+      outs[t] = h
+    end
+    return outs, h, c
+  end
+  local w_t = torch.cat({ w_ih, w_hh }, 2):t()
+  local b = b_ih ~= nil and b_ih + b_hh or nil
   for s = 1, T do
     local t = reverse and T + 1 - s or s
-    local xt = b ~= nil and torch.addmm(b, xs[t], w_ih_t) or xs[t]:matmul(w_ih_t)
-    if mode == "LSTM" then
-      h, c = lstm_step(xt, h, c, w_hh_t, H)
-    elseif mode == "GRU" then
-      h = gru_step(xt, h, w_hh_t, b_hh, H)
-    else
-      h = step(xt, h, w_hh_t)
-    end
+    local xh = torch.cat({ xs[t], h }, 2)
+    local pre = b ~= nil and torch.addmm(b, xh, w_t) or xh:matmul(w_t)
+    if mode == "LSTM" then h, c = lstm_cell(pre, c, H)
+    elseif mode == "RNN_TANH" then h = pre:tanh()
+    else h = pre:relu() end
     outs[t] = h
   end
   return outs, h, c
