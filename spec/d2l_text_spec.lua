@@ -146,7 +146,35 @@ describe("d2l text helpers (issue 31)", function()
     assert.are.same({ 15, 28 }, y.shape)
     assert.are.same({ 2, 3, 8 }, st2[2].shape)
     assert.are.same({ 1, 1, 8 }, d2l.RNNModel(nn.GRU(28, 8), 28):begin_state("cpu").shape)
+    assert.are.same({ 1, 4, 8 }, d2l.RNNModel(nn.GRU(28, 8), 28):begin_state(4, "cpu").shape)
     H.errors(function() d2l.RNNModel(nn.Linear(2, 3), 28) end, { "nn.RNN, nn.GRU or nn.LSTM" })
+  end)
+
+  it("train_epoch_ch8 with the book's from-scratch RNN (params, begin_state(batch_size, device), d2l.sgd)", function()
+    torch.manual_seed(2)
+    local train_iter, vocab = d2l.load_data_time_machine(8, 12, { max_tokens = 1500 })
+    local V, Hn = #vocab, 24
+    local function normal(...) return (torch.randn(...) * 0.01):requires_grad_() end
+    local params = { normal(V, Hn), normal(Hn, Hn), torch.zeros(Hn):requires_grad_(), normal(Hn, V),
+      torch.zeros(V):requires_grad_() }
+    local net = setmetatable({ params = params }, { __call = function(self, X, state)
+      local W_xh, W_hh, b_h, W_hq, b_q = table.unpack(self.params)
+      local inputs = nn.functional.one_hot(X:t(), V):float()
+      local H, outputs = state[1], {}
+      for t = 1, inputs:size(1) do
+        H = torch.tanh(inputs[t]:matmul(W_xh) + H:matmul(W_hh) + b_h)
+        outputs[t] = H:matmul(W_hq) + b_q
+      end
+      return torch.cat(outputs, 1), { H }
+    end })
+    function net:begin_state(batch_size, device) return { torch.zeros(batch_size, Hn, { device = device }) } end
+    local loss = nn.CrossEntropyLoss()
+    local updater = function(batch_size) d2l.sgd(params, 1, batch_size) end
+    local first = d2l.train_epoch_ch8(net, train_iter, loss, updater, "cpu", false)
+    local ppl
+    for _ = 1, 4 do ppl = d2l.train_epoch_ch8(net, train_iter, loss, updater, "cpu", true) end
+    assert.is_true(ppl < first * 0.9, ("perplexity %g after 5 epochs, %g after the first"):format(ppl, first))
+    assert.are.equal(14 + 5, #d2l.predict_ch8("time traveller", 5, net, vocab, "cpu"))
   end)
 
   for _, dev in ipairs({ "cpu", "cuda:0" }) do

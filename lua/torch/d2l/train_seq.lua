@@ -43,11 +43,15 @@ function M.grad_clipping(net, theta)
   end)
 end
 
+-- The book calls begin_state with keywords; its scratch model takes
+-- (batch_size, device) and its RNNModel (device, batch_size). In Lua the
+-- call is positional: (batch_size, device), as a translated scratch model
+-- takes them; d2l.RNNModel's begin_state takes either order.
 local function begin_state(net, device, batch_size)
   if type(net) ~= "table" or type(net.begin_state) ~= "function" then
-    fail("d2l: net needs a begin_state(device, batch_size) method (as d2l.RNNModel has), got " .. describe(net))
+    fail("d2l: net needs a begin_state(batch_size, device) method (as d2l.RNNModel has), got " .. describe(net))
   end
-  return net:begin_state(device, batch_size)
+  return net:begin_state(batch_size, device)
 end
 
 -- predict_ch8(prefix, num_preds, net, vocab, device): the prefix followed
@@ -209,8 +213,11 @@ local function rnn_model_class()
     local output = self.linear(Y:reshape(-1, Y:size(Y:dim())))
     return output, state
   end
-  -- begin_state(device[, batch_size = 1]): zeros; the LSTM's {h, c}
+  -- begin_state(device[, batch_size = 1]) (the book's order) or
+  -- begin_state(batch_size, device) (d2l's calls, the scratch model's
+  -- order): zeros; the LSTM's {h, c}
   function RNNModel:begin_state(device, batch_size)
+    if math.type(device) == "integer" then device, batch_size = batch_size, device end
     batch_size = batch_size or 1
     local function z()
       return torch.zeros(self.num_directions * self.rnn.num_layers, batch_size, self.num_hiddens,
