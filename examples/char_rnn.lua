@@ -9,10 +9,11 @@
 -- the default run here is 50 epochs (reduced: the book's would take a
 -- quarter of an hour here). Measured on 2 busy cores (AMD EPYC, load 7 to
 -- 11): 100 s, perplexity 17.6 at epoch 10 and 11.3 at epoch 50, about 5000
--- tokens/sec, the predictions at "the the the"; `gru` reaches 9.1. With GSHELL_EXAMPLE_QUICK=1 (or `quick` as an
--- argument) it runs the short mode the specs use: 2000 characters, 32
--- hidden units, 6 epochs, where the perplexity falls from about 28 (the
--- vocabulary's size: a uniform guess) towards 17.
+-- tokens/sec, the predictions at "the the the"; `gru` reaches 9.1.
+-- With GSHELL_EXAMPLE_QUICK=1 (or `quick` as an argument) it runs the
+-- short mode the specs use: 1000 characters, 32 hidden units, 5 epochs,
+-- where the perplexity falls from about 28 (the vocabulary's size: a
+-- uniform guess) to 18.
 local torch = require("torch")
 local d2l = require("d2l")
 local nn = torch.nn
@@ -30,8 +31,8 @@ local batch_size, num_steps = 32, 35
 local max_tokens, num_hiddens, lr = 10000, 256, 1
 num_epochs = num_epochs or 50
 if QUICK then
-  batch_size, num_steps, max_tokens, num_hiddens = 8, 16, 2000, 32
-  num_epochs = 6
+  batch_size, num_steps, max_tokens, num_hiddens = 8, 16, 1000, 32
+  num_epochs = 5
 end
 local train_iter, vocab = d2l.load_data_time_machine(batch_size, num_steps, { max_tokens = max_tokens })
 -- the vocabulary's first entries, its space shown as '_'
