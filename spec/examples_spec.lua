@@ -102,6 +102,16 @@ describe("examples/", function()
       assert.truthy(has(out, "ResNet-18: 76 parameter tensors"), out)
       multi_gpu_lines(out, dev, second)
     end,
+    ["attention_heatmaps.lua"] = function(out, dev)
+      -- the first edition's check: equal keys average the valid values
+      assert.truthy(has(out, "tensor([[[ 2.0000,  3.0000,  4.0000,  5.0000]],\n\n        [[10.0000, 11.0000, 12.0000, "
+        .. "13.0000]]]"), out)
+      assert.truthy(has(out, "d2l.MultiHeadAttention: output torch.Size([2, 4, 100]) on " .. dev), out)
+      assert.truthy(has(out, "weights torch.Size([1, 4, 8, 8]) on " .. dev .. "\n   weight on the padding: 0.0\n"), out)
+      assert.truthy(has(out, "show_heatmaps: 1 x 1 matrices of 2 x 10 (Queries x Keys)"), out)
+      assert.truthy(has(out, "show_heatmaps: 2 x 4 matrices of 10 x 10 (Query positions x Key positions), values 0 to "),
+        out)
+    end,
   }
 
   -- On no GPU an example runs only the cpu's worker sets, which the

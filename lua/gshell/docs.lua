@@ -89,6 +89,7 @@ local D = {
   ["nn.Dropout"] = "nn.Dropout(p) -> zeroes elements with probability p while training",
   ["nn.MSELoss"] = "nn.MSELoss() -> loss(pred, target): mean squared error",
   ["nn.CrossEntropyLoss"] = "nn.CrossEntropyLoss() -> loss(logits, classes): classes are 1-based int64",
+  ["nn.MultiheadAttention"] = "nn.MultiheadAttention(embed_dim, num_heads[, {dropout =, bias =, batch_first =, kdim =, vdim =}]) -> out, weights = m(q, k, v[, {key_padding_mask =, attn_mask =, need_weights =, average_attn_weights =}]) (docs/attention.md)",
   ["nn.DataParallel"] = "nn.DataParallel(module[, {device_ids = {0, 1}, output_device = 0, dim = 1}]) -> splits batches over devices",
   ["nn.parallel.DistributedDataParallel"] = "nn.parallel.DistributedDataParallel(module[, {bucket_cap_mb = 25}]) -> averages gradients over the ranks during backward (docs/scaling.md)",
   ["torch.cuda.comm.broadcast"] = "torch.cuda.comm.broadcast(t, devices) -> {t on each device} (NCCL on real GPUs)",
@@ -128,6 +129,14 @@ local D2L = {
   ["d2l.sgd"] = "d2l.sgd(params, lr, batch_size): p = p - lr * grad / batch_size, grads zeroed",
   ["d2l.split_batch"] = "d2l.split_batch(X, y, devices) -> Xs, ys: one slice per device",
   ["d2l.allreduce"] = "d2l.allreduce(data): every tensor of the list becomes their sum",
+  ["d2l.show_heatmaps"] = "d2l.show_heatmaps(matrices, xlabel, ylabel[, {titles =, figsize =, cmap = 'Reds'}]): matrices [rows, cols, h, w] as heatmaps",
+  ["d2l.DotProductAttention"] = "d2l.DotProductAttention(dropout) -> attention(queries, keys, values[, valid_lens]); weights in attention.attention_weights",
+  ["d2l.AdditiveAttention"] = "d2l.AdditiveAttention(num_hiddens, dropout) -> attention(queries, keys, values, valid_lens); attention.attention_weights",
+  ["d2l.MultiHeadAttention"] = "d2l.MultiHeadAttention(num_hiddens, num_heads, dropout[, bias]) -> the book's multi-head attention (transpose_qkv)",
+  ["d2l.PositionalEncoding"] = "d2l.PositionalEncoding(num_hiddens, dropout[, max_len = 1000]) -> X + P[:steps], then dropout",
+  ["d2l.TransformerEncoderBlock"] = "d2l.TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout[, use_bias]) -> blk(X, valid_lens)",
+  ["d2l.TransformerEncoder"] = "d2l.TransformerEncoder(vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout[, use_bias]) -> enc(ids, valid_lens)",
+  ["d2l.EncoderDecoder"] = "d2l.EncoderDecoder(encoder, decoder) -> model(enc_X, dec_X, ...): the decoder's output (d2l.Encoder, d2l.Decoder to extend)",
   ["d2l.resnet18"] = "d2l.resnet18(num_classes[, in_channels = 1]) -> the multi-GPU chapter's ResNet-18",
 }
 for k, v in pairs(D2L) do entries[k] = v end
