@@ -4,9 +4,10 @@
 -- memory and an estimate of registers against the GPU model's limits per
 -- SM, and the modelled time: launch + max(compute, memory), memory being
 -- the sectors' bytes at the model's bandwidth (gs_gpu_mem_time), compute
--- the estimated instructions at the FP32 lanes' rate and the shared
--- memory's wavefronts at one per SM and cycle, both over the share of the
--- SMs the launch keeps busy (its waves of blocks).
+-- the estimated instructions at the FP32 lanes' rate plus the shared
+-- memory's wavefronts (a warp's access, one more per bank conflict) at
+-- one per SM and cycle, both over the share of the SMs the launch keeps
+-- busy (its waves of blocks).
 local torch = require("torch")
 
 local M = {}
@@ -14,8 +15,9 @@ local Report = { __name = "torch.cuda.kernel_report" }
 Report.__index = Report
 
 -- Estimates (docs/kernel-lab.md says why): registers per thread, and
--- instructions per thread and per memory access (arithmetic is Lua's and
--- cannot be observed, so the compute side is a floor).
+-- instructions per thread and per global access (arithmetic is Lua's and
+-- cannot be observed, so the compute side is a floor; shared accesses
+-- cost their wavefronts).
 M.REGISTERS = 32
 M.INSTR_THREAD = 8
 M.INSTR_ACCESS = 2
@@ -46,11 +48,12 @@ function M.make(name, c, g, b, m)
   local per_sm, occ, by = occupancy(m, threads, c.smem)
   r.blocks_per_sm, r.occupancy, r.occupancy_limit = per_sm, occ, by
   local blocks = g[1] * g[2] * g[3]
-  local slots = per_sm * m.sms
-  local waves = math.ceil(blocks / slots)
-  local fill = blocks / (waves * slots)
-  local accesses = c.global_reads + c.global_writes + c.shared_reads + c.shared_writes
-  local instr = c.threads * M.INSTR_THREAD + accesses * M.INSTR_ACCESS
+  local waves = math.ceil(blocks / (per_sm * m.sms))
+  -- the share of the SMs busy, averaged over the waves: one resident
+  -- block's warps can keep an SM's lanes issuing, so a launch of fewer
+  -- blocks than SMs leaves the rest idle
+  local fill = math.min(1, blocks / (waves * m.sms))
+  local instr = c.threads * M.INSTR_THREAD + (c.global_reads + c.global_writes) * M.INSTR_ACCESS
   local wavefronts = c.shared_groups + c.bank_conflicts
   local compute = instr / (m.peak.fp32 / 2 * fill) + wavefronts / (m.sms * m.boost_mhz * 1e6 * fill)
   local memory = torch.cuda._model_time(m.key, "memory", { bytes = c.sectors * 32 })
