@@ -142,7 +142,7 @@ local function run(k, grid, block, args, arrays, m)
     bank_conflicts = 0, atomics = 0, threads = 0, smem = 0 }
   local greads, gwrites, sreads, swrites, nsectors, conflicts, natomics, sgroups = 0, 0, 0, 0, 0, 0, 0, 0
   local gsec, sgrp = {}, {} -- this block's access groups: (k-th access, warp) -> sectors / banks
-  local epoch = 0           -- barrier intervals passed in this block
+  local ebase = 0           -- barrier intervals passed in this block, times 2048
   local atom = {}           -- proxy -> its atomic operation
 
   local function where() return string.format("block (%d,%d,%d), thread %s", bx, by, bz, thread_str(tid, bdx, bdy)) end
@@ -176,14 +176,20 @@ local function run(k, grid, block, args, arrays, m)
       if not s[key] then s[key] = true; nsectors = nsectors + 1 end
     end
     local p = setmetatable({}, {
+      -- the hot path: touch() written out, index_of only off the fast path
       __index = function(_, i)
-        i = index_of(i, what, n)
+        if mtype(i) ~= "integer" or i < 0 or i >= n then i = index_of(i, what, n) end
         greads = greads + 1
-        touch(i)
+        local g = gk * WARP + warp
+        gk = gk + 1
+        local s = gsec[g]
+        if not s then s = {}; gsec[g] = s end
+        local key = akey + (i * size) // SECTOR
+        if not s[key] then s[key] = true; nsectors = nsectors + 1 end
         return data[i]
       end,
       __newindex = function(_, i, v)
-        i = index_of(i, what, n)
+        if mtype(i) ~= "integer" or i < 0 or i >= n then i = index_of(i, what, n) end
         local x = conv(v)
         if x == nil then
           error(string.format("cannot store %s (a %s) in %s, %s)", tostring(v), type(v), what, a.dtype), 2)
@@ -228,8 +234,13 @@ local function run(k, grid, block, args, arrays, m)
       end
     end
   end
+  -- Race checks: per element, the last writer and the readers of the
+  -- current barrier interval, each one number: ebase + tid (ebase =
+  -- interval * 2048, so an older interval's mark is below ebase), or
+  -- ebase + MANY for several readers.
+  local MANY = 1024
   local function shared_proxy(no, n, dt)
-    local vals, wep, wth, rep, rth = {}, {}, {}, {}, {}
+    local vals, wr, rd = {}, {}, {}
     local size, conv = elem_size[dt], converter(dt)
     local off = smem_top
     smem_top = smem_top + ((n * size + 15) // 16) * 16
@@ -237,37 +248,44 @@ local function run(k, grid, block, args, arrays, m)
     local function other(t) return thread_str(t, bdx, bdy) end
     local p = setmetatable({}, {
       __index = function(_, i)
-        i = index_of(i, what, n)
-        if wep[i] == epoch and wth[i] ~= tid then
+        if mtype(i) ~= "integer" or i < 0 or i >= n then i = index_of(i, what, n) end
+        local mine = ebase + tid
+        local w = wr[i]
+        if w and w >= ebase and w ~= mine then
           error(string.format("race on shared memory: element %d of shared array %d was written by thread %s "
             .. "since the last syncthreads() and is read here by another thread (a syncthreads() between them?)",
-            i, no, other(wth[i])), 2)
+            i, no, other(w - ebase)), 2)
         end
         local v = vals[i]
         if v == nil then
           error(string.format("read of shared memory never written: element %d of shared array %d (shared memory "
             .. "starts undefined; a missing syncthreads() after the writes?)", i, no), 2)
         end
-        if rep[i] ~= epoch then rep[i] = epoch; rth[i] = tid
-        elseif rth[i] ~= tid then rth[i] = -1 end
+        local r = rd[i]
+        if r ~= mine and r ~= ebase + MANY then
+          if r and r >= ebase then rd[i] = ebase + MANY else rd[i] = mine end
+        end
         sreads = sreads + 1
         bank((off + i * size) // 4)
         return v
       end,
       __newindex = function(_, i, v)
-        i = index_of(i, what, n)
-        if wep[i] == epoch and wth[i] ~= tid then
+        if mtype(i) ~= "integer" or i < 0 or i >= n then i = index_of(i, what, n) end
+        local mine = ebase + tid
+        local w = wr[i]
+        if w and w >= ebase and w ~= mine then
           error(string.format("race on shared memory: element %d of shared array %d was written by thread %s "
-            .. "since the last syncthreads() and is written again here by another thread", i, no, other(wth[i])), 2)
+            .. "since the last syncthreads() and is written again here by another thread", i, no, other(w - ebase)), 2)
         end
-        if rep[i] == epoch and rth[i] ~= tid then
+        local r = rd[i]
+        if r and r >= ebase and r ~= mine then
           error(string.format("race on shared memory: element %d of shared array %d was read by %s since the last "
             .. "syncthreads() and is written here (a syncthreads() between the read and the write?)", i, no,
-            rth[i] == -1 and "other threads" or "thread " .. other(rth[i])), 2)
+            r - ebase == MANY and "other threads" or "thread " .. other(r - ebase)), 2)
         end
         local x = conv(v)
         if x == nil then error(string.format("cannot store %s (a %s) in %s, %s)", tostring(v), type(v), what, dt), 2) end
-        wep[i], wth[i] = epoch, tid
+        wr[i] = mine
         swrites = swrites + 1
         bank((off + i * size) // 4)
         vals[i] = x
@@ -375,7 +393,7 @@ local function run(k, grid, block, args, arrays, m)
   local function new_block(x, y, z)
     bx, by, bz = x, y, z
     blockIdx.x, blockIdx.y, blockIdx.z = x, y, z
-    gsec, sgrp, block_shared, smem_top, epoch = {}, {}, {}, 0, 0
+    gsec, sgrp, block_shared, smem_top, ebase = {}, {}, {}, 0, 0
   end
 
   local function plain_block()
@@ -419,7 +437,7 @@ local function run(k, grid, block, args, arrays, m)
           .. "finished without reaching it (a barrier inside a branch not every thread takes hangs a real GPU)",
           bx, by, bz, thread_str(waiting, bdx, bdy), thread_str(finished, bdx, bdy)))
       end
-      epoch = epoch + 1
+      ebase = ebase + 2048
     end
   end
 
