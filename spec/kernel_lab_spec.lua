@@ -328,6 +328,18 @@ describe("kernel lab: errors name block and thread", function()
   end)
 end)
 
+describe("kernel lab: Ctrl-C", function()
+  it("stops a long launch between blocks with 'interrupted!' and writes nothing back", function()
+    with_model("v100")
+    local n = 1 << 16
+    local a, b, out = torch.rand(n):cuda(), torch.rand(n):cuda(), torch.zeros(n):cuda()
+    torch._interrupt_in(0)
+    H.errors(function() add:launch(n // 256, 256, out, a, b, n) end, "interrupted!")
+    assert.is_false(torch._interrupt_pending())
+    assert.are.equal(0, out:abs():sum():item())
+  end)
+end)
+
 describe("kernel lab: speed", function()
   local plain_it = H.plain_it(it, pending, "times Lua code; the sanitizers only slow it")
   plain_it("a 1-million-thread elementwise kernel runs in seconds", function()

@@ -442,10 +442,12 @@ local function run(k, grid, block, args, arrays, m)
   end
 
   local run_block = k.barriers and barrier_block or plain_block
+  local poll = torch._lab_poll
   local ok, err = pcall(function()
     for z = 0, gdz - 1 do
       for y = 0, gdy - 1 do
         for x = 0, gdx - 1 do
+          poll()
           new_block(x, y, z)
           run_block()
         end

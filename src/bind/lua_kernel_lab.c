@@ -16,6 +16,7 @@
  *   torch._lab_queue(name, seconds, bound, t1, ...): the task (the written
  *                                 tensors first)
  *   torch._lab_f32(v), _lab_f16(v), _lab_bf16(v): v rounded to that type
+ *   torch._lab_poll()          -> raises "interrupted!" after Ctrl-C
  *
  * Only devices whose backend has the host_ran slot (simulated GPUs) run Lua
  * kernels; their memory is host memory (gs_backend.h). */
@@ -127,6 +128,13 @@ static int c_queue(lua_State *L) {
   return 0;
 }
 
+/* Between blocks: Ctrl-C stops a long launch (the shell's hook does too,
+ * but stock Lua with torch.so has none); nothing is written back then. */
+static int c_poll(lua_State *L) {
+  if (gs_interrupted) gsL_check(L, gs_interrupted_error());
+  return 0;
+}
+
 static int c_f32(lua_State *L) {
   lua_pushnumber(L, (double)(float)luaL_checknumber(L, 1));
   return 1;
@@ -144,7 +152,7 @@ void gsL_open_kernel_lab(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"_lab_fetch", c_fetch}, {"_lab_store", c_store}, {"_lab_begin", c_begin}, {"_lab_end", c_end},
     {"_lab_queue", c_queue}, {"_lab_f32", c_f32},     {"_lab_f16", c_f16},     {"_lab_bf16", c_bf16},
-    {NULL, NULL}};
+    {"_lab_poll", c_poll},   {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   lua_pushinteger(L, GS_BOUND_COMPUTE);
   lua_setfield(L, -2, "_LAB_BOUND_COMPUTE");
