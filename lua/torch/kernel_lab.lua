@@ -362,7 +362,6 @@ local function run(k, grid, block, args, arrays, m)
     atomic_min = atomic("atomic_min", function(a, b) return a < b and a or b end),
     atomic_exch = atomic("atomic_exch", function(_, b) return b end),
     atomic_cas = atomic("atomic_cas", function(a, cmp, val) if a == cmp then return val end return a end),
-    __syncthreads = nil,
   }, {
     __index = k.env_index and select(2, debug.getupvalue(k.fn, k.env_index)) or _G,
     __newindex = function(_, name)
@@ -532,7 +531,5 @@ function Kernel:launch(grid, block, ...)
   torch._lab_queue(self.name, r.time_ms and r.time_ms / 1000 or 0, report.bound_code(r.bound), unpack(order))
   return r
 end
-
-Kernel.__call = function(self, ...) return self:launch(...) end
 
 return M
