@@ -115,13 +115,26 @@ local function converter(dt)
       return v + 0.0
     end
   end
-  return function(v) -- integer dtypes: a float is truncated toward zero, as C converts it
-    if mtype(v) == "integer" then return v end
-    if type(v) ~= "number" then
-      if v == true then return 1 elseif v == false then return 0 end
-      return nil
+  -- integer dtypes: a float is truncated toward zero, as C converts it,
+  -- then the integer wraps to the dtype's width (two's complement); bool
+  -- stores 0 or 1
+  local bits = ({ int32 = 32, int16 = 16, int8 = 8, uint8 = 8 })[dt]
+  local span, half = bits and (1 << bits), bits and (1 << (bits - 1))
+  local signed = dt ~= "uint8"
+  return function(v)
+    if mtype(v) ~= "integer" then
+      if type(v) ~= "number" then
+        if v == true then return 1 elseif v == false then return 0 end
+        return nil
+      end
+      v = tointeger(v >= 0 and floor(v) or ceil(v))
+      if not v then return nil end
     end
-    return tointeger(v >= 0 and floor(v) or ceil(v))
+    if dt == "bool" then return v ~= 0 and 1 or 0 end
+    if not bits then return v end
+    v = v % span
+    if signed and v >= half then v = v - span end
+    return v
   end
 end
 
