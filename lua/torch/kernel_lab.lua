@@ -530,9 +530,9 @@ function Kernel:launch(grid, block, ...)
     if not ok then error(string.format("launch: argument %d (%s): %s", a.argno, a.name, tostring(e):gsub("^[^:]*:%d+: ", "")), 2) end
     a.data = e
   end
-  local token = torch._lab_begin(tensors[1].tensor)
+  torch._lab_begin(tensors[1].tensor)
   local ok, counts = pcall(run, self, g, b, args, arrays, m)
-  torch._lab_end(token)
+  torch._lab_end()
   if not ok then error(counts, 0) end -- nothing was written back
   local r = report.make(self.name, counts, g, b, m)
   -- the written tensors first: they carry the task's writes

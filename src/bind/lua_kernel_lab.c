@@ -10,7 +10,7 @@
  *                                 transfer: the kernel runs "on the device"
  *   torch._lab_store(t, data)  -> writes data[0 .. n-1] into t, converted
  *                                 to its dtype
- *   torch._lab_begin(t), torch._lab_end(token): around the Lua run, whose
+ *   torch._lab_begin(t), torch._lab_end(): around the Lua run, whose
  *                                 real time is taken out of the host's
  *                                 modelled clock (a launch returns at once)
  *   torch._lab_queue(name, seconds, bound, t1, ...): the task (the written
@@ -88,15 +88,21 @@ static bool modelled(const gs_tensor *t) {
   return be && be->gpu_model && be->gpu_model(t->buf->device.index);
 }
 
+/* The token of the Lua run in progress (0: none): kept here, not handed
+ * to Lua, so no call can take an arbitrary span out of the clock. A
+ * launch inside a kernel (nested) leaves the outer token in place. */
+static uint64_t run_token;
+
 static int c_begin(lua_State *L) {
   gs_tensor *t = gsL_checktensor(L, 1);
-  lua_pushinteger(L, modelled(t) ? (lua_Integer)gs_mclock_wait_begin() : 0);
-  return 1;
+  if (!run_token && modelled(t)) run_token = gs_mclock_wait_begin();
+  return 0;
 }
 
 static int c_end(lua_State *L) {
-  lua_Integer token = luaL_checkinteger(L, 1);
-  if (token) gs_mclock_host_exclude((uint64_t)token);
+  (void)L;
+  if (run_token) gs_mclock_host_exclude(run_token);
+  run_token = 0;
   return 0;
 }
 
@@ -118,13 +124,17 @@ static const char *intern(const char *s) {
 static int c_queue(lua_State *L) {
   const char *name = intern(luaL_checkstring(L, 1));
   double seconds = luaL_checknumber(L, 2);
-  int bound = (int)luaL_checkinteger(L, 3);
+  luaL_argcheck(L, seconds >= 0 && seconds < 1e6, 2, "a modelled time in seconds, from 0 to 1e6");
+  lua_Integer bound = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, bound >= GS_BOUND_NONE && bound < GS_BOUND_COUNT, 3, "a gs_prof_bound");
   int n = lua_gettop(L) - 3;
   luaL_argcheck(L, n >= 1 && n <= 68, 4, "from 1 to 68 tensors");
   const gs_tensor *xs[68];
   for (int k = 0; k < n; k++) xs[k] = lab_tensor(L, 4 + k);
   gs_device d = xs[0]->buf->device;
-  gsL_check(L, gs_device_backend(d)->host_ran(d.index, name, seconds, bound, xs, n));
+  for (int k = 1; k < n; k++)
+    if (xs[k]->buf->device.index != d.index) luaL_argerror(L, 4 + k, "a tensor on the first one's device");
+  gsL_check(L, gs_device_backend(d)->host_ran(d.index, name, seconds, (int)bound, xs, n));
   return 0;
 }
 
