@@ -298,6 +298,27 @@ describe("kernel lab: errors name block and thread", function()
     assert.are.equal(0, out:abs():sum():item())
   end)
 
+  it("shared(): over the model's shared memory per block, or declared differently by two threads", function()
+    with_model("v100")
+    local out = torch.zeros(4):cuda()
+    local big = torch.cuda.kernel(function(o) local s = shared(30000); o[0] = 0 end)
+    H.errors(function() big:launch(1, 1, out) end,
+      { "thread (0,0,0)", "shared memory of a block is 120000 bytes, over the V100's 98304 per block" })
+    local odd = torch.cuda.kernel(function(o) local s = shared(threadIdx.x == 0 and 4 or 8); o[threadIdx.x] = 0 end)
+    H.errors(function() odd:launch(1, 2, out) end,
+      { "thread (1,0,0)", "shared() call 1 asks for 8 float32 elements, but another thread of the block made it with 4" })
+    local bad = torch.cuda.kernel(function(o) local s = shared(4, "complex"); o[0] = 0 end)
+    H.errors(function() bad:launch(1, 1, out) end, "unknown dtype 'complex'")
+    local f64 = torch.cuda.kernel(function(o)
+      local s = shared(2, torch.float64)
+      s[threadIdx.x] = 0.1
+      syncthreads()
+      o[threadIdx.x] = s[threadIdx.x] == 0.1 and 1 or 0 -- a float64 array keeps 0.1 exactly
+    end)
+    f64:launch(1, 2, out)
+    assert.are.same({ 1, 1, 0, 0 }, out:tolist())
+  end)
+
   it("a barrier not reached by every thread of the block", function()
     with_model("v100")
     local k = torch.cuda.kernel(function(o)
