@@ -59,6 +59,7 @@ local D = {
   ["torch.cuda.unavailable_reason"] = "torch.cuda.unavailable_reason() -> why no real GPU is usable (no driver, too old, built without CUDA), or nil",
   ["torch.cuda.libraries"] = "torch.cuda.libraries() -> the CUDA libraries loaded so far: {{name =, path =}, ...}, and lib[name] = path",
   ["torch.cuda.device_count"] = "torch.cuda.device_count() -> number of CUDA devices",
+  ["torch.cuda.kernel"] = "torch.cuda.kernel(fn [, {name = 'add'}]) -> a kernel; k:launch(grid, block, ...) runs fn on a simulated GPU (tensor arguments are arrays indexed from 0) and returns counts and the modelled time (docs/kernel-lab.md)",
   ["torch.cuda.current_device"] = "torch.cuda.current_device() -> the ordinal 'cuda' means",
   ["torch.cuda.set_device"] = "torch.cuda.set_device(i): make 'cuda' mean cuda:i",
   ["torch.cuda.get_device_name"] = "torch.cuda.get_device_name(i) -> the device's name",
