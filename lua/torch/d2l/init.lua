@@ -607,6 +607,11 @@ do
   d2l.MaskedSoftmaxCELoss = attention.MaskedSoftmaxCELoss
 end
 
+-- the attention and transformer chapters' modules and check_shape
+-- (attention_models.lua); show_heatmaps (heatmaps.lua)
+for k, v in pairs(require("torch.d2l.attention_models")) do d2l[k] = v end
+d2l.show_heatmaps = require("torch.d2l.heatmaps").show_heatmaps
+
 -- the recurrent chapters' text helpers (text.lua) and training loop (train_seq.lua)
 do
   local text = require("torch.d2l.text")

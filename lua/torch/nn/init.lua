@@ -10,6 +10,7 @@ local lazy = require("torch.nn.lazy")
 local parallel = require("torch.nn.parallel")
 local sequence = require("torch.nn.sequence") -- GELU, Embedding, LayerNorm; nn.utils
 local rnn = require("torch.nn.rnn") -- RNN, GRU, LSTM
+local attention = require("torch.nn.attention") -- MultiheadAttention
 
 local nn = {}
 
@@ -20,7 +21,7 @@ nn.is_module = base.is_module
 nn.is_parameter = base.is_parameter
 nn.init = require("torch.nn.initializers")
 
-for _, mod in ipairs({ containers, layers, loss, conv, pooling, batchnorm, lazy, sequence, rnn }) do
+for _, mod in ipairs({ containers, layers, loss, conv, pooling, batchnorm, lazy, sequence, attention, rnn }) do
   for k, v in pairs(mod) do nn[k] = v end
 end
 -- nn.functional, the book's F (torch.nn.functional), after the merge above
