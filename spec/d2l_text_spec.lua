@@ -11,6 +11,7 @@ local d2l = require("d2l")
 local nn = torch.nn
 local G = require("text_goldens")
 local H = require("helpers")
+local R = require("gshell_run")
 -- the CPU training repeats in single-threaded Lua what the simulated GPU's
 -- case runs under the sanitizers too
 local plain_it = H.plain_it(it, pending, "the cuda:0 case runs the same loop under the sanitizers")
@@ -207,4 +208,11 @@ describe("d2l text helpers (issue 31)", function()
       if not ok then error(err, 0) end
     end)
   end
+
+  it("help: ?name gives the recurrent layers' and the text helpers' lines", function()
+    local out = R.prompt({ "?nn.LSTM", "help(d2l.Vocab)", "?d2l.train_ch8" })
+    assert.truthy(out:find("-> Y, {h_n, c_n} = lstm(X[, {h0, c0}]) (docs/rnn.md)", 1, true), out)
+    assert.truthy(out:find("vocab[token] (1-based, <unk> = 1)", 1, true), out)
+    assert.truthy(out:find("d2l.train_ch8(net, train_iter, vocab, lr, num_epochs, device", 1, true), out)
+  end)
 end)
