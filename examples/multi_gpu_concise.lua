@@ -98,8 +98,9 @@ local function train(model, num_gpus, bs, lr)
     timer:stop()
     animator:add(epoch, { d2l.evaluate_accuracy_gpu(dp, test_iter) })
   end
-  print(string.format("test acc: %.2f, %.1f sec/epoch on %s", animator.Y[1][#animator.Y[1]], timer:avg(),
-    devices_str(devs)))
+  -- on modelled GPUs the seconds are theirs (d2l.timing_note says which)
+  print(string.format("test acc: %.2f, %.1f sec/epoch on %s%s", animator.Y[1][#animator.Y[1]], timer:avg(),
+    devices_str(devs), d2l.timing_note(devs)))
 end
 
 -- the book's two runs: one device, then two with twice the batch and lr

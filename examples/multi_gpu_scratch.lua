@@ -191,8 +191,9 @@ local function train(num_gpus, batch_size, lr)
       assert(device_params[c][i]:to(devices[1]):equal(device_params[1][i]), "the copies drifted apart")
     end
   end
-  print(string.format("test acc: %.2f, %.1f sec/epoch on %s", animator.Y[1][#animator.Y[1]], timer:avg(),
-    devices_str(devices)))
+  -- on modelled GPUs the seconds are theirs (d2l.timing_note says which)
+  print(string.format("test acc: %.2f, %.1f sec/epoch on %s%s", animator.Y[1][#animator.Y[1]], timer:avg(),
+    devices_str(devices), d2l.timing_note(devices)))
 end
 
 -- On a machine without a GPU, try_gpu(0) and try_gpu(1) are both the cpu:
