@@ -188,8 +188,9 @@ describe("examples/", function()
     -- this machine's own time (no GPU model): the puzzle as the example
     -- explains it today; under a model the host's real work is slowed by
     -- the simulation's own computing on the same cores (issue 29)
-    local env = { GSHELL_GPU_MODEL = "host" }
+    local env = {}
     for k, v in pairs(TWO_SIM) do env[k] = v end
+    env.GSHELL_GPU_MODEL = "host"
     local out, err, code = R.run({ "examples/exercise1_big_and_small.lua", "256" }, "", env)
     assert.are.equal(0, code, out .. err)
     local big = assert(out:match("100 products of 256x256 matrices[^\n]*\n(.-)\n\n"), out)
