@@ -30,7 +30,9 @@
 --   test acc: 0.73, 124.7 sec/epoch on [cuda:0]
 --   test acc: 0.74, 87.1 sec/epoch on [cuda:0, cuda:1]
 -- (the book trains 10 epochs on real GPUs, and remarks that a model this
--- small gains little from a second GPU).
+-- small gains little from a second GPU). Measured before simulated GPUs
+-- modelled real ones: this machine's seconds; on the default V100 model
+-- the line is the V100s' and says so.
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")
