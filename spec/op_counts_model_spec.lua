@@ -115,6 +115,18 @@ describe("FLOP and byte counts of each op kind on a modelled GPU", function()
     assert.is_nil(bw.col2im, "col2im is part of the data gradient's kernel")
   end)
 
+  it("torch.cuda.explain says why a compute-bound convolution stays below the peak", function()
+    with_model("v100")
+    -- 8 x 64 x 28 x 28 through 64 3x3 filters: 462 MFLOPs on 49 output
+    -- tiles (fewer than the 80 SMs), 3.4 MB: compute-bound
+    local x = torch.ones(8, 64, 28, 28, { device = "cuda:0" })
+    local w = torch.ones(64, 64, 3, 3, { device = "cuda:0" })
+    local ex = torch.cuda.explain(function() local _ = torch.conv2d(x, w, nil, { padding = 1 }) end)
+    assert.are.same({ "conv2d", "compute" }, { ex.rows[1].name, ex.rows[1].bound })
+    local text = tostring(ex)
+    assert.truthy(text:find("a convolution (cuDNN's implicit GEMM) reaches at most 75% of it", 1, true), text)
+  end)
+
   it("with host the engine's own kernels show (im2col and the product)", function()
     with_model("host")
     local x = torch.ones(2, 3, 8, 8, { device = "cuda:0" })
