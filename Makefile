@@ -258,7 +258,7 @@ gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	mkdir -p $(BUNDLE_DIR)
 	$(CC) -o $(BUNDLE_DIR)/gshell $(ENGINE_OBJS) $(filter-out $(BUILD)/obj/jupyter/%,$(SHELL_OBJS)) $(STATIC_LIBS) \
 	  -L$(CUDA_HOME)/lib64 -lcudart_static -lm -ldl -lrt -lpthread -Wl,-E
-	cp tools/gpu_check.lua tools/gpu_big.lua tools/gpu_run.sh $(BUNDLE_DIR)/
+	cp tools/gpu_check.lua tools/gpu_big.lua tools/gpu_run.sh tools/gpu_calib.lua tools/fit_gpu_model.lua $(BUNDLE_DIR)/
 	# gpu_run.sh (issue 24): the benchmark against PyTorch rides in the bundle too
 	mkdir -p $(BUNDLE_DIR)/bench
 	cp bench/gpu/ops.lua bench/gpu/ops.py bench/gpu/compare.sh $(BUNDLE_DIR)/bench/
@@ -267,4 +267,4 @@ gpu-bundle: deps $(ENGINE_OBJS) $(SHELL_OBJS)
 	  'cd "$$(dirname "$$0")" && exec ./gshell gpu_check.lua "$$@"' > $(BUNDLE_DIR)/run_gpu_check.sh
 	chmod +x $(BUNDLE_DIR)/run_gpu_check.sh
 	tar -C $(BUILD) -czf $(BUILD)/gpu-bundle.tar.gz gpu-bundle
-	@echo "$(BUILD)/gpu-bundle.tar.gz: gshell, gpu_check.lua, gpu_big.lua, gpu_run.sh, run_gpu_check.sh, bench/"
+	@echo "$(BUILD)/gpu-bundle.tar.gz: gshell, gpu_check.lua, gpu_big.lua, gpu_run.sh, gpu_calib.lua, fit_gpu_model.lua, run_gpu_check.sh, bench/"

@@ -9,11 +9,11 @@
 --      computing the next ones (a copy waits for the product that made
 --      its tensor and what was queued before it, not for the later ones),
 --      and a copy from pinned memory with non_blocking = true, an Event
---      telling when it has run. A simulated GPU's memory is host memory,
---      so its copies are plain memory copies, far quicker than PCIe: they
---      take a small share of the products' time here and there is little
---      to overlap (the book's 4000x4000 products on real GPUs copy 64 MB
---      each).
+--      telling when it has run. On a simulated GPU that models a real one
+--      (a V100 by default) the copies take the model's PCIe time and the
+--      products the GPU's, so they overlap as on the real GPU
+--      (tools/book_numbers.lua runs the book's sizes on V100 and A100
+--      models: docs/book-numbers.md).
 --
 --   build/gshell --sim-gpus 2 examples/async_parallel.lua [N] [products]
 --   build/gshell examples/async_parallel.lua              (no GPU: the cpu)
@@ -24,9 +24,10 @@
 -- on a share of this machine's cores). The short mode: 4 products of
 -- 128x128 matrices.
 --
--- MEASURED here, the default (10 products of 512x512, best of 5 runs of
--- each), on a 2-core machine that other jobs kept busy (load average
--- about 12), about 10 s a run. The queuing is clear and steady: on a
+-- MEASURED here, before simulated GPUs modelled real ones (the times
+-- below are this machine's; on a model they are the GPU's), the default
+-- (10 products of 512x512, best of 5 runs of each), on a 2-core machine
+-- that other jobs kept busy (load average about 12), about 10 s a run. The queuing is clear and steady: on a
 -- simulated cuda:0 the clock alone saw 0.06 ms for what took 600 ms with
 -- synchronize() (on the cpu, without a GPU, the clock alone saw 541 ms:
 -- each op is done when it returns). The rest moved from run to run with

@@ -23,6 +23,10 @@
 --                 1419.1 examples/sec on cuda:0
 --   concise:      loss 0.968, train acc 0.659, test acc 0.618
 --                 2459.3 examples/sec on cuda:0
+-- (These rates were measured before simulated GPUs modelled real ones:
+-- they are this machine's. On the default V100 model the rate line is that
+-- GPU's and says so, "(modelled on a Tesla V100-SXM2-16GB)";
+-- docs/book-numbers.md compares it with the book's.)
 -- (the same seed gives both nets the same start and batches; they differ
 -- in rounding, and in the moving variance: the book's is the biased one,
 -- PyTorch's the unbiased one). After the first epoch the test accuracy is

@@ -53,7 +53,8 @@ for epoch = 1, 5 do
   local acc = torch.tensor({ logits:argmax(2):eq(labels:to(device)):float():mean():item() })
   if launched then dist.all_reduce(acc, { op = "max" }) end
   if rank == 0 then
-    print(string.format("epoch %d: accuracy %.3f, %.3f s, %d ranks", epoch, acc:item(), torch.clock() - t0, world))
+    print(string.format("epoch %d: accuracy %.3f, %.3f s, %d ranks%s", epoch, acc:item(), torch.clock() - t0, world,
+      (d2l or require("d2l")).timing_note(device)))
   end
 end
 

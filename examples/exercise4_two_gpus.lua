@@ -10,8 +10,10 @@
 -- queues the product for cuda:0, then the one for cuda:1, and both devices
 -- compute at the same time; torch.cuda.synchronize() waits for both. On
 -- one device the two products run one after the other. Each simulated GPU
--- computes on its own share of this machine's cores, so two of them scale
--- as two real GPUs do.
+-- keeps its own modelled clock (a V100's unless --gpu-model says otherwise;
+-- docs/time-model.md), so two of them scale as two real GPUs do: the
+-- times printed are the modelled GPUs', and the values are computed on
+-- this machine's cores.
 -- With the profiler (torch.profiler), the two-device run is also drawn as
 -- a timeline, one lane per device: to the SVG file given as the second
 -- argument, or to exercise4_timeline.svg in the system's temporary
@@ -65,7 +67,8 @@ local two = function() return products(A0, B1) end -- one on each device
 timed(two) -- warm up both devices
 local t_one, _, _, C, D = timed(one)
 local t_two, k0, k1, C2, D2 = timed(two)
-print(string.format("2 x %d products of %dx%d matrices:", REPS, N, N))
+-- on simulated GPUs that model real ones, the times are those GPUs'
+print(string.format("2 x %d products of %dx%d matrices%s:", REPS, N, N, (d2l or require("d2l")).timing_note({ d0, d1 })))
 print(string.format("  %-30s %8.1f ms", "in sequence on " .. tostring(d0) .. ":", t_one))
 -- a ratio below 1 is a slowdown (a busy or single-core host): say so
 local ratio = t_one / t_two

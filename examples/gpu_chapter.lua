@@ -47,6 +47,8 @@ if ngpu == 0 then
 elseif torch.cuda.is_simulated() then
   print(string.format("%d simulated GPU(s): they behave like CUDA devices (own memory, copies, errors,", ngpu))
   print("work queued and run while Lua goes on), but compute on a share of the CPU's cores.")
+  local note = (d2l or require("d2l")).timing_note()
+  if note ~= "" then print("The times they report are" .. note:gsub("^ %((.*)%)$", " %1") .. ".") end
   print("Nothing here needs a real GPU.")
 end
 

@@ -27,11 +27,14 @@
 --   test acc: 0.12, 44.7 sec/epoch on [cuda:0]
 --   test acc: 0.09, 56.7 sec/epoch on [cuda:0, cuda:1]
 -- (8 and 4 steps: no learning to speak of, unlike the book's 10 epochs
--- over all the data.) Two
--- simulated GPUs were slower than one here: each computes on a share of
--- the same two cores, which other jobs kept busy, and every step also
--- copies the 11 million parameters to the second device (DataParallel's
--- replicate) and splits and gathers the batch.
+-- over all the data.) These were measured before simulated GPUs modelled
+-- real ones: two simulated GPUs were slower than one then, each computing
+-- on a share of the same two cores. On the default V100 model the
+-- sec/epoch are the V100s' (the line says so): each GPU computes its half
+-- of the batch at a V100's rate, beside the copies of the 11 million
+-- parameters to the second device (DataParallel's replicate) and the
+-- batch's split and gather (docs/book-numbers.md: why ResNet gains from
+-- two GPUs and LeNet little).
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")
@@ -98,8 +101,9 @@ local function train(model, num_gpus, bs, lr)
     timer:stop()
     animator:add(epoch, { d2l.evaluate_accuracy_gpu(dp, test_iter) })
   end
-  print(string.format("test acc: %.2f, %.1f sec/epoch on %s", animator.Y[1][#animator.Y[1]], timer:avg(),
-    devices_str(devs)))
+  -- on modelled GPUs the seconds are theirs (d2l.timing_note says which)
+  print(string.format("test acc: %.2f, %.1f sec/epoch on %s%s", animator.Y[1][#animator.Y[1]], timer:avg(),
+    devices_str(devs), d2l.timing_note(devs)))
 end
 
 -- the book's two runs: one device, then two with twice the batch and lr

@@ -30,7 +30,9 @@
 --   test acc: 0.73, 124.7 sec/epoch on [cuda:0]
 --   test acc: 0.74, 87.1 sec/epoch on [cuda:0, cuda:1]
 -- (the book trains 10 epochs on real GPUs, and remarks that a model this
--- small gains little from a second GPU).
+-- small gains little from a second GPU). Measured before simulated GPUs
+-- modelled real ones: this machine's seconds; on the default V100 model
+-- the line is the V100s' and says so.
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")
@@ -191,8 +193,9 @@ local function train(num_gpus, batch_size, lr)
       assert(device_params[c][i]:to(devices[1]):equal(device_params[1][i]), "the copies drifted apart")
     end
   end
-  print(string.format("test acc: %.2f, %.1f sec/epoch on %s", animator.Y[1][#animator.Y[1]], timer:avg(),
-    devices_str(devices)))
+  -- on modelled GPUs the seconds are theirs (d2l.timing_note says which)
+  print(string.format("test acc: %.2f, %.1f sec/epoch on %s%s", animator.Y[1][#animator.Y[1]], timer:avg(),
+    devices_str(devices), d2l.timing_note(devices)))
 end
 
 -- On a machine without a GPU, try_gpu(0) and try_gpu(1) are both the cpu:

@@ -24,6 +24,10 @@
 --   7.6 examples/sec on cuda:0
 -- (8 steps, far from the book's 10 epochs over all the data: the test
 -- accuracy is still near one class in ten).
+-- (These rates were measured before simulated GPUs modelled real ones:
+-- they are this machine's. On the default V100 model the rate line is that
+-- GPU's and says so, "(modelled on a Tesla V100-SXM2-16GB)";
+-- docs/book-numbers.md compares it with the book's.)
 torch = torch or require("torch")
 nn = nn or torch.nn
 d2l = d2l or require("d2l")

@@ -22,8 +22,10 @@
 --
 -- Simulated GPUs queue their work as real ones do (each runs its queue on
 -- its own share of the CPU's cores), so they show the method, the
--- asynchrony and the memory/transfer effects, though not a GPU's speed.
--- On a real GPU the same script shows both. docs/time.md has the details.
+-- asynchrony and the memory/transfer effects; unless --gpu-model host,
+-- their times are modelled on a real GPU (a V100 by default:
+-- docs/time-model.md), so the gpu rows read that GPU's speed while the cpu
+-- row is this machine's. docs/time.md has the details.
 
 -- %%
 torch = torch or require("torch")
@@ -36,7 +38,14 @@ local on_gpu = gpu.type == "cuda"
 if not on_gpu then
   print("No GPU here (start with --sim-gpus 2 to simulate two): the 'gpu' runs below use the cpu.")
 elseif torch.cuda.is_simulated() then
-  print("Simulated GPUs compute on a share of the CPU's cores: expect their timing effects, not a GPU's speed.")
+  local note = (d2l or require("d2l")).timing_note(gpu)
+  if note ~= "" then
+    print("Simulated GPUs compute on the CPU's cores; the gpu rows are" .. note:gsub("^ %((.*)%)$", " %1") ..
+      ", the cpu row is this machine's time.")
+  else
+    print("Simulated GPUs (--gpu-model host) compute on a share of the CPU's cores and keep this machine's time:")
+    print("expect their timing effects, not a GPU's speed.")
+  end
 end
 
 -- Runs fn once and returns the wall time in ms, waiting for the device's

@@ -20,7 +20,8 @@ end
 -- async_parallel, multi_gpu_*) in their short mode: a few batches of a
 -- small subset, 1 epoch; the other scripts ignore it.
 local CPU_ONLY = { GSHELL_SIM_GPUS = "0", CUDA_VISIBLE_DEVICES = "", GSHELL_EXAMPLE_QUICK = "1" }
-local TWO_SIM = { GSHELL_SIM_GPUS = "2", CUDA_VISIBLE_DEVICES = "", GSHELL_EXAMPLE_QUICK = "1" }
+local TWO_SIM = { GSHELL_SIM_GPUS = "2", CUDA_VISIBLE_DEVICES = "", GSHELL_EXAMPLE_QUICK = "1",
+  GSHELL_GPU_MODEL = "v100" }
 
 describe("examples/", function()
   local list = scripts()
@@ -50,14 +51,19 @@ describe("examples/", function()
   -- output of the runs above (dev: "cuda:0" on simulated GPUs, "cpu"
   -- without; second: the second device, "cuda:1" or "cpu").
   local num = "%d+%.%d+"
+  -- the runs' simulated GPUs model the default V100: a rate on them says
+  -- whose it is (d2l.timing_note); the cpu's is this machine's
+  local function modelled(dev)
+    return dev == "cpu" and "" or " %(modelled on a Tesla V100%-SXM2%-16GB%)"
+  end
   local function closing_lines(out, dev)
     assert.truthy(has(out, "training on " .. dev .. "\n"), out)
     assert.truthy(out:find("\nloss " .. num .. ", train acc " .. num .. ", test acc " .. num .. "\n"), out)
-    assert.truthy(out:find("\n" .. num .. " examples/sec on " .. dev:gsub("%p", "%%%0") .. "\n"), out)
+    assert.truthy(out:find("\n" .. num .. " examples/sec on " .. dev:gsub("%p", "%%%0") .. modelled(dev) .. "\n"), out)
   end
   local function multi_gpu_lines(out, dev, second)
     for _, devs in ipairs({ "[" .. dev .. "]", "[" .. dev .. ", " .. second .. "]" }) do
-      local pattern = "\ntest acc: " .. num .. ", " .. num .. " sec/epoch on " .. devs:gsub("%p", "%%%0") .. "\n"
+      local pattern = "\ntest acc: " .. num .. ", " .. num .. " sec/epoch on " .. devs:gsub("%p", "%%%0") .. modelled(dev) .. "\n"
       assert.truthy(out:find(pattern), devs .. " line missing:\n" .. out)
     end
   end
@@ -106,6 +112,13 @@ describe("examples/", function()
       assert.truthy(last < first * 0.9, "the perplexity did not fall:\n" .. out)
       assert.are.equal(dev ~= "cpu", has(out, " modelled on a "), out)
       assert.truthy(out:find("\ntime traveller[^\n]+\ntraveller"), out)
+    end,
+    ["timing.lua"] = function(out, dev)
+      -- the gpu rows' words: modelled on the V100, not "not a GPU's speed"
+      if dev ~= "cpu" then
+        assert.truthy(has(out, "the gpu rows are modelled on a Tesla V100-SXM2-16GB, the cpu row is this machine's time"), out)
+      end
+      assert.is_nil(out:find("not a GPU's speed", 1, true), out)
     end,
     ["multi_gpu_concise.lua"] = function(out, dev, second)
       assert.truthy(has(out, "ResNet-18: 76 parameter tensors"), out)
@@ -200,8 +213,9 @@ describe("examples/", function()
     -- this machine's own time (no GPU model): the puzzle as the example
     -- explains it today; under a model the host's real work is slowed by
     -- the simulation's own computing on the same cores (issue 29)
-    local env = { GSHELL_GPU_MODEL = "host" }
+    local env = {}
     for k, v in pairs(TWO_SIM) do env[k] = v end
+    env.GSHELL_GPU_MODEL = "host"
     local out, err, code = R.run({ "examples/exercise1_big_and_small.lua", "256" }, "", env)
     assert.are.equal(0, code, out .. err)
     local big = assert(out:match("100 products of 256x256 matrices[^\n]*\n(.-)\n\n"), out)
@@ -252,6 +266,8 @@ describe("examples/", function()
     assert.are.equal(0, code, out .. err)
     local k0, k1 = out:match("kernels run during the second: (%d+) on cuda:0, (%d+) on cuda:1")
     assert.are.same({ 4, 4 }, { tonumber(k0), tonumber(k1) }, out)
+    -- the times are the modelled V100s' (issue 29), and the line says so
+    assert.truthy(has(out, "2 x 4 products of 128x128 matrices (modelled on a Tesla V100-SXM2-16GB):\n"), out)
     assert.truthy(has(out, "same results either way: cuda:0 and cuda:1"), out)
     local have_profiler = pcall(function() require("torch"); return require("torch.profiler") end)
     assert.is_true(have_profiler, "torch.profiler is missing")

@@ -81,13 +81,13 @@ describe("tools/gpu_run.sh", function()
   plain_it("a dry run on 2 simulated GPUs writes every part's file and a summary, within its budget", function()
     local out, code = run("GPU_RUN_CHECK_ONLY='transfer,reductions float32'")
     assert.are.equal(0, code, out)
-    -- seven files: the device tool brings back at most eight
-    for _, f in ipairs({ "env.txt", "gpu_check.txt", "memcheck.txt", "gpu_big.txt", "bench.md", "racecheck.txt",
-                         "summary.txt" }) do
+    -- eight files: the device tool brings back at most eight
+    for _, f in ipairs({ "env.txt", "gpu_check.txt", "memcheck.txt", "gpu_big.txt", "bench.md", "calib.txt",
+                         "racecheck.txt", "summary.txt" }) do
       assert.truthy(read(f), f .. " is missing\n" .. out)
     end
     local summary = read("summary.txt")
-    for _, p in ipairs({ "env", "gpu_check", "memcheck", "gpu_big", "bench" }) do
+    for _, p in ipairs({ "env", "gpu_check", "memcheck", "gpu_big", "bench", "calib" }) do
       assert.truthy(summary:find("gpu_run: " .. p .. ": ok %(exit 0%) in %d+s, cap %d+s\n"), summary)
     end
     assert.truthy(summary:find("gpu_run: racecheck: skipped (simulated GPUs)", 1, true), summary)
@@ -100,6 +100,10 @@ describe("tools/gpu_run.sh", function()
     assert.truthy(read("memcheck.txt"):find("PASS  reductions float32", 1, true), read("memcheck.txt"))
     assert.truthy(read("gpu_big.txt"):find("gpu_big: 0 failed", 1, true), read("gpu_big.txt"))
     assert.truthy(read("bench.md"):find("| sum_64M_f32 | ", 1, true), read("bench.md"))
+    -- the calibration's measurements and their fit against the simulated GPU's own model
+    assert.truthy(read("calib.txt"):find("\ngemm fp32 512 [%d.e-]+\n"), read("calib.txt"))
+    assert.truthy(read("calib.txt"):find("== fitted against the v100 model", 1, true), read("calib.txt"))
+    assert.truthy(read("calib.txt"):find("\n  gemm_best_fp32 = ", 1, true), read("calib.txt"))
   end)
 
   plain_it("GPU_RUN_PARTS runs only the parts named (a second call after a fix)", function()

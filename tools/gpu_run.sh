@@ -14,11 +14,14 @@
 #   gpu_big.txt    tools/gpu_big.lua (> 2^31 elements) when the GPU has
 #                  30 GiB free and the host 12 GiB, else why not
 #   bench.md       bench/gpu: gshell against PyTorch on the same GPU
+#   calib.txt      tools/gpu_calib.lua: the time model's microbenchmarks on
+#                  this GPU (issue 29), then tools/fit_gpu_model.lua's fit
+#                  of the model's factors against the model of this GPU
 #   racecheck.txt  compute-sanitizer racecheck on the reductions, if time is left
 #   summary.txt    one line per part: exit status, seconds, cap (written
 #                  after each part)
 #
-# Seven files: the device tool brings back at most eight.
+# Eight files: the device tool brings back at most eight.
 #
 # On the GPU machine (carry build/gpu-bundle):
 #   build/gpu-bundle/gpu_run.sh              (OUT is set there)
@@ -42,6 +45,8 @@ else GSHELL=$here/../build/gshell; fi
 # the scripts: beside this one in the bundle, in tools/ and bench/gpu/ in the repo
 CHECK=$here/gpu_check.lua
 BIG=$here/gpu_big.lua
+CALIB=$here/gpu_calib.lua
+FIT=$here/fit_gpu_model.lua
 if [ -d "$here/bench" ]; then BENCH=$here/bench; else BENCH=$here/../bench/gpu; fi
 SIM=${GSHELL_SIM_GPUS:-}
 [ "$SIM" = 0 ] && SIM=
@@ -160,7 +165,24 @@ fi
 # ---- 5. the benchmark table against PyTorch on the same GPU
 part bench bench.md 70 "sh \"$BENCH/compare.sh\" \"$GSHELL\" $DEV ${SIM:+--small}"
 
-# ---- 6. racecheck on the reductions, with what time is left
+# ---- 6. the time model's calibration (issue 29): the microbenchmarks on
+# this GPU, then the fit against the model whose name the GPU's contains
+# (a simulated GPU: its own model, the quick sizes)
+calib_cmd='
+m=$("$GSHELL" -e "local n = torch.cuda.get_device_name(0):lower()
+for _, k in ipairs(torch.cuda.gpu_models()) do if n:find(k, 1, true) then print(k) return end end
+print(\"h100\")")
+t=$(mktemp)
+$LB "$GSHELL" "$CALIB" $DEV ${SIM:+quick} | tee "$t"
+echo "== fitted against the $m model"
+"$GSHELL" "$FIT" "$m" "$t"; rc=$?
+rm -f "$t"
+exit $rc
+'
+export CALIB FIT DEV SIM
+part calib calib.txt 60 "$calib_cmd"
+
+# ---- 7. racecheck on the reductions, with what time is left
 if [ -z "$SIM" ] && have compute-sanitizer; then
   part racecheck racecheck.txt 40 "compute-sanitizer --tool racecheck --error-exitcode 3 \
     \"$GSHELL\" \"$CHECK\" $DEV --no-timing -v --only='$RACECHECK_ONLY'"

@@ -42,7 +42,9 @@ local function why(r, m)
       100 * r.achieved_bps / m.bandwidth, profiler.format_rate(m.bandwidth, "B/s"))
   end
   local because = r.name == "mm" and "; a product reaches at most 92% of it (80% on tensor cores), less when its "
-    .. "128x128 output tiles leave SMs idle or its depth K is small" or ""
+    .. "128x128 output tiles leave SMs idle or its depth K is small"
+    or r.name:find("^conv2d") and "; a convolution (cuDNN's implicit GEMM) reaches at most 75% of it (65% on tensor "
+    .. "cores), less when its output tiles leave SMs idle or its depth (input channels x kernel area) is small" or ""
   return string.format("compute-bound: %s FLOP/byte, %s the %s's ridge at %s FLOP/byte; %.0f%% of its %s peak (%s)%s",
     g3(r.intensity), side, short, g3(r.ridge), 100 * r.achieved / r.peak, unit_label[r.unit] or r.unit,
     profiler.format_rate(r.peak, "FLOP/s"), because)

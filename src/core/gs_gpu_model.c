@@ -198,6 +198,47 @@ double gs_gpu_gemm_time(const gs_gpu_model *m, gs_gpu_unit u, double M, double N
   return m->launch_s + (compute > memory ? compute : memory);
 }
 
+double gs_gpu_conv_eff(const gs_gpu_model *m, gs_gpu_unit u, double M, double N, double K, double batch) {
+  double tiles = ceil(M / GS_MODEL_GEMM_TILE) * ceil(N / GS_MODEL_GEMM_TILE) * (batch < 1 ? 1 : batch);
+  double splits = 1;
+  if (tiles < m->sms) { /* split-K: idle SMs take a share of the sum each */
+    splits = floor(m->sms / tiles);
+    double most = floor(K / GS_MODEL_CONV_SPLIT_K);
+    if (splits > most) splits = most;
+    if (splits < 1) splits = 1;
+  }
+  double fill = gs_gpu_fill(m, tiles * splits, m->threads_per_sm);
+  double k = K / splits;
+  bool tc = u == GS_UNIT_TF32_TC || u == GS_UNIT_FP16_TC || u == GS_UNIT_BF16_TC || u == GS_UNIT_FP64_TC;
+  return (tc ? GS_MODEL_CONV_EFF_TC : GS_MODEL_CONV_EFF_CORES) * fill * (k / (k + GS_MODEL_GEMM_K0));
+}
+
+double gs_gpu_conv_time(const gs_gpu_model *m, gs_gpu_unit u, double M, double N, double K, double batch,
+                        double bytes) {
+  if (batch < 1) batch = 1;
+  double flops = 2 * M * N * K * batch;
+  double compute = flops > 0 ? flops / (m->peak[u] * gs_gpu_conv_eff(m, u, M, N, K, batch)) : 0;
+  double memory = gs_gpu_mem_time(m, bytes);
+  return m->launch_s + (compute > memory ? compute : memory);
+}
+
+/* this thread's fused region (an op's kernels queued from one thread) */
+static _Thread_local gs_gpu_fused *fused_now;
+
+void gs_gpu_fused_begin(gs_gpu_fused *f) {
+  f->charged = false;
+  fused_now = f;
+}
+void gs_gpu_fused_end(void) { fused_now = NULL; }
+gs_gpu_fused *gs_gpu_fused_now(int dev) { return fused_now && fused_now->dev == dev ? fused_now : NULL; }
+
+double gs_gpu_fused_time(const gs_gpu_model *m, const gs_gpu_fused *f) {
+  gs_gpu_unit u = gs_gpu_unit_for(m, f->dtype, true);
+  double t = 0;
+  for (int i = 0; i < f->passes && i < 2; i++) t += gs_gpu_conv_time(m, u, f->M[i], f->N[i], f->K[i], f->batch[i], f->bytes[i]);
+  return t;
+}
+
 /* One lane's rate per direction after line encoding: 8 GT/s x 128/130
  * bits for gen 3, doubling each generation. */
 double gs_gpu_pcie_rate(const gs_gpu_model *m, bool pinned) {

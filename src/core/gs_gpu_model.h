@@ -69,6 +69,9 @@ typedef struct gs_gpu_model {
 #define GS_MODEL_GEMM_TILE 128      /* output tile one SM computes (rows and columns) */
 #define GS_MODEL_GEMM_K0 64.0       /* depth at which a product reaches half its efficiency */
 #define GS_MODEL_BLOCK 256          /* threads per block of an elementwise kernel */
+#define GS_MODEL_CONV_EFF_CORES 0.75 /* a large convolution's best share (cuDNN's implicit GEMM), CUDA cores */
+#define GS_MODEL_CONV_EFF_TC 0.65   /* ... and tensor cores */
+#define GS_MODEL_CONV_SPLIT_K 256.0 /* least depth per split when a convolution splits K to fill the SMs */
 
 /* The known models, in the table's order; NULL after the last. */
 const gs_gpu_model *gs_gpu_model_at(int i);
@@ -114,6 +117,38 @@ double gs_gpu_kernel_time(const gs_gpu_model *m, gs_gpu_unit u, double flops, do
 double gs_gpu_gemm_eff(const gs_gpu_model *m, gs_gpu_unit u, double M, double N, double K, double batch);
 double gs_gpu_gemm_time(const gs_gpu_model *m, gs_gpu_unit u, double M, double N, double K, double batch,
                         double elem_size);
+/* A convolution pass as cuDNN runs it: one implicit-GEMM kernel
+ * [M,K] x [K,N] (batch: groups) that reads its operands from the tensors
+ * themselves (bytes: input, weight and output, not an unfolded column
+ * matrix). Its efficiency is the product's curve with cuDNN's lower best
+ * share (GS_MODEL_CONV_EFF_*), and a problem with fewer output tiles than
+ * SMs splits K across idle SMs (split-K: a weight gradient's small output
+ * over a deep batch x pixels sum), down to GS_MODEL_CONV_SPLIT_K each. */
+double gs_gpu_conv_eff(const gs_gpu_model *m, gs_gpu_unit u, double M, double N, double K, double batch);
+double gs_gpu_conv_time(const gs_gpu_model *m, gs_gpu_unit u, double M, double N, double K, double batch,
+                        double bytes);
+
+/* A fused region (issue 29): while an op runs one real kernel as several
+ * of ours (a convolution: im2col, products, col2im, copies), the tasks it
+ * queues on device `dev` from this thread are one modelled kernel per
+ * pass: the first task carries every pass's time, FLOPs and bytes under
+ * `name`, the others take no time, no launch and no profile row. */
+typedef struct {
+  const char *name;  /* the kernel's name in profiles: "conv2d", "conv2d_backward" */
+  int dev;
+  gs_dtype dtype;
+  int passes;        /* 1 (forward) or up to 2 (data and weight gradients) */
+  double M[2], N[2], K[2], batch[2], bytes[2];
+  bool charged;      /* a task carries it already */
+} gs_gpu_fused;
+/* Begins (f stays the caller's until gs_gpu_fused_end) and ends this
+ * thread's region; gs_gpu_fused_now(dev): the region in force for dev, or NULL. */
+void gs_gpu_fused_begin(gs_gpu_fused *f);
+void gs_gpu_fused_end(void);
+gs_gpu_fused *gs_gpu_fused_now(int dev);
+/* The modelled time of all of f's passes on m (a launch each). */
+double gs_gpu_fused_time(const gs_gpu_model *m, const gs_gpu_fused *f);
+
 /* Copies: host to device or back (pinned or pageable), device to device
  * between GPUs (NVLink where both models have it, else PCIe). */
 typedef enum { GS_COPY_H2D, GS_COPY_D2H, GS_COPY_D2D_PEER } gs_copy_kind;

@@ -35,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include "core/gs_gpu_model.h"
 #include "ops/gs_ops.h"
 
 #define REL(t) gs_tensor_release(t)
@@ -270,6 +271,35 @@ static bool use_wino(const gs_backend *be, const conv_plan *p, gs_dtype dt) {
 
 static void wino_count(void) { atomic_fetch_add(&wino_calls, 1); }
 
+/* ---- the time model's view (issue 29) ------------------------------------ */
+
+/* A real GPU runs a convolution pass as one cuDNN implicit-GEMM kernel,
+ * where this engine queues several (im2col, products, col2im, copies):
+ * on a simulated GPU that models one, the kernels queued between
+ * begin_fused and gs_gpu_fused_end are priced as cuDNN's (gs_gpu_fused).
+ * Forward: [Cog, K] x [K, N*L] per group; the data gradient [K, Cog] x
+ * [Cog, N*L]; the weight gradient [Cog, N*L] x [N*L, K]; each reads and
+ * writes input, weight and output once. Other devices ignore it. */
+static void begin_fused(gs_gpu_fused *f, const conv_plan *p, const gs_tensor *x, bool fwd, bool gx, bool gw) {
+  gs_device d = gs_tensor_device(x);
+  memset(f, 0, sizeof *f);
+  if (d.type != GS_CUDA) return;
+  double G = (double)p->G, Cog = (double)(p->Cout / p->G), K = (double)(p->Cg * p->g.kh * p->g.kw);
+  double NL = (double)p->N * (double)p->g.oh * (double)p->g.ow, sz = (double)gs_dtype_size(x->dtype);
+  double io = sz * ((double)p->N * (double)p->C * (double)p->H * (double)p->W + (double)p->Cout * K + NL * (double)p->Cout);
+  double shapes[3][3] = {{Cog, NL, K}, {K, NL, Cog}, {Cog, K, NL}}; /* forward, data, weight: M, N, K */
+  bool want[3] = {fwd, !fwd && gx, !fwd && gw};
+  f->name = fwd ? "conv2d" : "conv2d_backward";
+  f->dev = d.index;
+  f->dtype = x->dtype;
+  for (int i = 0; i < 3; i++) {
+    if (!want[i]) continue;
+    int k = f->passes++;
+    f->M[k] = shapes[i][0], f->N[k] = shapes[i][1], f->K[k] = shapes[i][2], f->batch[k] = G, f->bytes[k] = io;
+  }
+  gs_gpu_fused_begin(f);
+}
+
 /* ---- forward ------------------------------------------------------------ */
 
 /* y [N, Cout, oh, ow] = conv(x4, w4) (+ b), all contiguous. */
@@ -365,10 +395,13 @@ gs_status gs_conv(const gs_tensor *x, const gs_tensor *w, const gs_tensor *b, co
   gs_status s = as4d(x, w, &p, &x4, &w4);
   if (s == GS_OK && b) s = gs_contiguous(b, &bc);
   if (s == GS_OK) s = gs_tensor_empty(gs_tensor_device(x), x->dtype, 4, ysh, &y);
-  if (s == GS_OK && gs_numel(y) > 0 && K > 0 && use_wino(be, &p, x->dtype)) {
+  gs_gpu_fused fz;
+  bool terms = s == GS_OK && gs_numel(y) > 0 && K > 0;
+  if (terms) begin_fused(&fz, &p, x, true, false, false);
+  if (terms && use_wino(be, &p, x->dtype)) {
     s = be->conv3x3_wino(y, x4, w4, bc, p.g.ph, p.g.pw, false);
     wino_count();
-  } else if (s == GS_OK && gs_numel(y) > 0 && K > 0) s = forward4(be, x4, w4, bc, &p, y);
+  } else if (terms) s = forward4(be, x4, w4, bc, &p, y);
   else if (s == GS_OK && gs_numel(y) > 0) { /* no terms (no input channels): 0, plus the bias */
     s = be->fill(y, gs_scalar_f(0));
     if (s == GS_OK && bc) {
@@ -378,6 +411,7 @@ gs_status gs_conv(const gs_tensor *x, const gs_tensor *w, const gs_tensor *b, co
       REL(bv);
     }
   }
+  gs_gpu_fused_end();
   if (s == GS_OK) s = gs_view(y, p.out_ndim, p.out_shape, out);
   REL(x4); REL(w4); REL(y); REL(bc);
   return s;
@@ -491,12 +525,17 @@ gs_status gs_conv_backward(const gs_tensor *x, const gs_tensor *w, const gs_tens
   if (s == GS_OK && empty) {
     if (gx4 && gs_numel(gx4)) s = be->fill(gx4, gs_scalar_f(0));
     if (s == GS_OK && gw4 && gs_numel(gw4)) s = be->fill(gw4, gs_scalar_f(0));
-  } else if (s == GS_OK && (gx4 || gw4) && use_wino(be, &p, x->dtype)) {
+  }
+  gs_gpu_fused fz;
+  bool run = s == GS_OK && !empty && (gx4 || gw4);
+  if (run) begin_fused(&fz, &p, x, false, gx4 != NULL, gw4 != NULL);
+  if (run && use_wino(be, &p, x->dtype)) {
     /* the input gradient is the forward conv of gy with the weight turned
      * 180 degrees and its channels swapped, padded 2 - pad */
     if (gx4) { s = be->conv3x3_wino(gx4, gy4, w4, NULL, 2 - p.g.ph, 2 - p.g.pw, true); wino_count(); }
     if (s == GS_OK && gw4) { s = be->conv3x3_wino_gw(gw4, x4, gy4, p.g.ph, p.g.pw); wino_count(); }
-  } else if (s == GS_OK && (gx4 || gw4)) s = backward4(be, x4, w4, gy4, &p, gx4, gw4);
+  } else if (run) s = backward4(be, x4, w4, gy4, &p, gx4, gw4);
+  gs_gpu_fused_end();
   if (s == GS_OK && gx) s = gs_view(gx4, x->ndim, x->shape, gx);
   if (s == GS_OK && gw) s = gs_view(gw4, w->ndim, w->shape, gw);
   if (s == GS_OK && gb) {

@@ -124,8 +124,9 @@ device; gshell never copies behind your back.]],
       title = "Exercise 1: a bigger job",
       explain = [[
 GPUs pay off on large computations. %timeit times a statement (devices
-are synchronised, so it measures work done). On simulated devices the
-times are the host's.]],
+are synchronised, so it measures work done). On a simulated device that
+models a GPU (a V100 unless --gpu-model names another) it reports the time
+that GPU would take, and beside it what computing it here took.]],
       task = "Make `A = torch.rand(500, 500, {device = try_gpu()})`, then `t = %timeit -o -q A:matmul(A)`. " ..
         "Compare with `%timeit A:cpu():matmul(A:cpu())` if you like.",
       expect = {

@@ -26,6 +26,46 @@ local function device_name(dev)
 end
 d2l.device_name = device_name
 
+-- timing_note(devices): the words a printed time carries to say whose time
+-- it is. A simulated GPU that models a real one reports that GPU's time
+-- (docs/time-model.md), so its times say " (modelled on a Tesla
+-- V100-SXM2-16GB)", as %timeit's do; the CPU, a real GPU and a simulated
+-- GPU on `host` report this machine's own time: "". devices: a device, a
+-- list of devices, or nil for the current CUDA device.
+local function model_of(dev)
+  local ok, m = pcall(function()
+    dev = torch.device(dev)
+    return dev.type == "cuda" and torch.cuda.gpu_model(dev.index or torch.cuda.current_device()) or nil
+  end)
+  return ok and m or nil
+end
+
+local function with_article(name)
+  -- "an NVIDIA A100-SXM4-80GB" (en-vidia), "a Tesla V100-SXM2-16GB"
+  local an = name:match("^[AEIOUaeiou]") or name:match("^N[A-Z]")
+  return (an and "an " or "a ") .. name
+end
+
+function d2l.timing_note(devices)
+  if devices == nil then
+    local ok, n = pcall(torch.cuda.device_count)
+    if not ok or n == 0 then return "" end
+    devices = { torch.device("cuda:" .. torch.cuda.current_device()) }
+  elseif type(devices) ~= "table" or getmetatable(devices) ~= nil then
+    devices = { devices }
+  end
+  local names, seen = {}, {}
+  for _, d in ipairs(devices) do
+    local m = model_of(d)
+    if m and not seen[m.name] then
+      seen[m.name] = true
+      names[#names + 1] = with_article(m.name)
+    end
+  end
+  if #names == 0 then return "" end
+  return " (modelled on " .. table.concat(names, " and ") .. ")"
+end
+
 -- ---- Timer, Benchmark, Accumulator -------------------------------------------
 
 -- Timer(): records several running times (seconds); it starts at creation.
@@ -39,12 +79,24 @@ function d2l.Timer()
   return self
 end
 
-function Timer:start() self.tik = torch.clock() end
+-- The count of launches and waits on modelled devices (torch._model_events):
+-- a time between two counts that differ read the modelled GPU's clock.
+local function model_events()
+  return torch._model_events and torch._model_events() or 0
+end
 
--- Stops the timer, records the time since start() and returns it.
+function Timer:start()
+  self.events = model_events()
+  self.tik = torch.clock()
+end
+
+-- Stops the timer, records the time since start() and returns it. A time
+-- that launched or waited for work on a modelled GPU is that GPU's time:
+-- self.note then says so (d2l.timing_note).
 function Timer:stop()
   if self.tik == nil then fail("Timer:stop: the timer was not started (call timer:start() first)") end
   self.times[#self.times + 1] = torch.clock() - self.tik
+  if model_events() ~= self.events then self.note = d2l.timing_note() end
   return self.times[#self.times]
 end
 
@@ -67,7 +119,8 @@ function Timer:cumsum()
 end
 
 function Timer:__tostring()
-  return string.format("d2l.Timer(%d times, %.4f sec in all)", #self.times, self:sum())
+  return string.format("d2l.Timer(%d times, %.4f sec in all%s)", #self.times, self:sum(),
+    (self.note or ""):gsub("^ %(", ", "):gsub("%)$", ""))
 end
 
 -- Benchmark(description): the book's `with d2l.Benchmark('x'):` scope.
@@ -90,7 +143,13 @@ end
 function Benchmark:__close()
   if self.done then return end
   self.done = true
-  print(string.format("%s: %.4f sec", self.description, self.timer:stop()))
+  local timer = self.timer
+  local before = timer.note
+  timer.note = nil
+  local t = timer:stop()
+  -- the note only when this scope's work ran on a modelled GPU
+  print(string.format("%s: %.4f sec%s", self.description, t, timer.note or ""))
+  timer.note = timer.note or before
 end
 
 function Benchmark:run(fn, ...)
@@ -593,7 +652,8 @@ function d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr, device)
     animator:add(epoch + 1, { nil, nil, test_acc })
   end
   print(string.format("loss %.3f, train acc %.3f, test acc %.3f", train_l, train_acc, test_acc))
-  print(string.format("%.1f examples/sec on %s", metric[3] * num_epochs / timer:sum(), device_name(device)))
+  print(string.format("%.1f examples/sec on %s%s", metric[3] * num_epochs / timer:sum(), device_name(device),
+    d2l.timing_note(device)))
   -- nothing is returned, as the book's (the prompt would print it again);
   -- the chart stays reachable for saving
   d2l.last_animator = animator

@@ -161,7 +161,7 @@ static gs_status prof_gemm(gs_tensor *c, const gs_tensor *a, const gs_tensor *b)
 static NOINLINE gs_status record_arange(gs_tensor *dst, double start, double step) {
   uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_arange(dst, start, step);
-  prof_kernel("arange", t0, dst, NULL, NULL, NULL, 0);
+  prof_kernel("arange", t0, dst, NULL, NULL, NULL, 2 * elems(dst)); /* start + i * step */
   return s;
 }
 static gs_status prof_arange(gs_tensor *dst, double start, double step) {
@@ -173,7 +173,7 @@ static NOINLINE gs_status record_random(gs_tensor *dst, const gs_random_spec *r,
   uint64_t t0 = gs_prof_clock_ns();
   gs_status s = gs_cpu_random(dst, r, seed, offset);
   prof_kernel(r->kind == GS_RAND_UNIFORM ? "uniform" : r->kind == GS_RAND_NORMAL ? "normal" : "randint", t0, dst,
-              NULL, NULL, NULL, 0);
+              NULL, NULL, NULL, (r->kind == GS_RAND_NORMAL ? 4 : 1) * elems(dst)); /* as backend_sim.c counts */
   return s;
 }
 static gs_status prof_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset) {

@@ -337,6 +337,7 @@ static gs_status sim_arange(gs_tensor *dst, double start, double step) {
   t->args[0] = start;
   t->args[1] = step;
   gs_task_tensor(t, dst);
+  t->flops = 2 * (uint64_t)gs_numel(dst); /* start + i * step */
   return gs_task_submit(t);
 }
 static gs_status sim_random(gs_tensor *dst, const gs_random_spec *r, uint64_t seed, uint64_t offset) {
@@ -346,6 +347,9 @@ static gs_status sim_random(gs_tensor *dst, const gs_random_spec *r, uint64_t se
   t->seed = seed;
   t->offset = offset;
   gs_task_tensor(t, dst);
+  /* the generator's integer work is no FLOPs: scaling a uniform draw is
+   * one per element, a normal one (Box-Muller: log, sqrt, cos, scale) four */
+  t->flops = (r->kind == GS_RAND_NORMAL ? 4 : 1) * (uint64_t)gs_numel(dst);
   return gs_task_submit(t);
 }
 static gs_status sim_index_select(gs_tensor *out, const gs_tensor *x, int dim, const gs_tensor *idx) {

@@ -64,6 +64,8 @@ static double max2(double a, double b) { return a > b ? a : b; }
 static double duration(const gs_gpu_model *m, const gs_task *t, int *res) {
   *res = RES_SM;
   if (t->fixed_s >= 0) return t->fixed_s; /* the kernel lab worked it out (issue 30) */
+  if (t->fused == 2) return 0; /* inside the kernel another task carries */
+  if (t->fused == 1) return gs_gpu_fused_time(m, &t->fz);
   const gs_tensor *x0 = t->ntensors > 0 ? &t->x[0] : NULL;
   double bytes = (double)t->bytes;
   if (t->kind == GS_PROF_COPY) {
@@ -95,9 +97,34 @@ double gs_simclock_task_time(const gs_task *t, int *engine) {
   return d;
 }
 
-void gs_simclock_submit(const gs_task *t, int stream, uint64_t seq) {
+/* A kernel queued inside this thread's fused region for its device: the
+ * first carries the region's passes (their FLOPs and bytes, under the
+ * region's name), the rest are part of them. */
+static void fuse(gs_task *t) {
+  gs_gpu_fused *f = t->wseq || t->event || t->kind == GS_PROF_COPY ? NULL : gs_gpu_fused_now(t->dev);
+  t->fused = 0;
+  if (!f) return;
+  if (f->charged) {
+    t->fused = 2;
+    return;
+  }
+  f->charged = true;
+  t->fused = 1;
+  t->fz = *f;
+  t->name = f->name;
+  double flops = 0, bytes = 0;
+  for (int i = 0; i < f->passes && i < 2; i++) {
+    flops += 2 * f->M[i] * f->N[i] * f->K[i] * f->batch[i];
+    bytes += f->bytes[i];
+  }
+  t->flops = (uint64_t)flops;
+  t->bytes = (uint64_t)bytes;
+}
+
+void gs_simclock_submit(gs_task *t, int stream, uint64_t seq) {
   const gs_gpu_model *m = gs_gpu_model_of(t->dev);
   if (!m || !valid(t->dev, stream)) return;
+  fuse(t);
   pthread_mutex_lock(&lock);
   ring *r = rings[t->dev][stream];
   if (!r && !(r = rings[t->dev][stream] = calloc(1, sizeof *r))) {
@@ -111,7 +138,7 @@ void gs_simclock_submit(const gs_task *t, int stream, uint64_t seq) {
     floor = max2(floor, e);
   }
   double now;
-  if (!t->wseq && !t->event) { /* a kernel or a copy: the host pays the launch */
+  if (!t->wseq && !t->event && t->fused != 2) { /* a kernel or a copy: the host pays the launch */
     now = gs_mclock_host_add(m->host_launch_s);
     dur = duration(m, t, &res);
   } else {

@@ -26,9 +26,10 @@ struct gs_task;
 /* Forget every device's modelled time (the devices were reconfigured). */
 void gs_simclock_reset(void);
 /* A task was queued on (dev, stream) as sequence number seq: the host pays
- * the launch and the task gets its modelled end. No-op for a device
- * without a model. */
-void gs_simclock_submit(const struct gs_task *t, int stream, uint64_t seq);
+ * the launch and the task gets its modelled end; inside a fused region
+ * (gs_gpu_fused_now) the task is marked as carrying it or part of it
+ * (t->fused). No-op for a device without a model. */
+void gs_simclock_submit(struct gs_task *t, int stream, uint64_t seq);
 /* The modelled end of task seq of (dev, stream); <0 when not modelled. */
 double gs_simclock_end(int dev, int stream, uint64_t seq);
 /* Around a host wait for task seq of (dev, stream): begin returns a token

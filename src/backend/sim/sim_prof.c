@@ -16,12 +16,12 @@ void gs_simprof_model(gs_task *t, int id, uint64_t seq) {
   const gs_gpu_model *m = gs_gpu_model_of(t->dev);
   int engine;
   double dur = m ? gs_simclock_task_time(t, &engine) : -1;
-  double end = dur >= 0 ? gs_simclock_end(t->dev, id, seq) : -1;
+  double end = dur >= 0 && t->fused != 2 ? gs_simclock_end(t->dev, id, seq) : -1;
   if (end < 0) { t->m0 = -1; return; }
   t->m0 = end - dur;
   t->m1 = end;
   if (t->fixed_s >= 0) { t->unit = GS_UNIT_FP32 + 1; return; } /* the kernel lab set its bound (issue 30) */
-  bool mm = t->ntensors == 3 && strcmp(t->name, "mm") == 0;
+  bool mm = t->fused == 1 || (t->ntensors == 3 && strcmp(t->name, "mm") == 0);
   gs_dtype dt = t->ntensors > 0 ? t->x[0].dtype : GS_FLOAT32;
   t->unit = (uint8_t)(gs_gpu_unit_for(m, dt, mm) + 1);
   double body = dur - m->launch_s;
@@ -36,6 +36,7 @@ void gs_simprof_model(gs_task *t, int id, uint64_t seq) {
 
 
 void gs_simprof_record(const gs_task *t, int stream, uint64_t t0, uint64_t t1) {
+  if (t->fused == 2) return; /* part of the modelled kernel another task's row shows */
   gs_prof_event e = {t->name, (gs_prof_kind)t->kind, GS_CUDA, t->dev, stream, t0, t1, t->bytes, t->flops, 0, 0, 0};
   if (t->m0 >= 0) { /* a modelled device: the task's modelled span (issue 29) */
     e.t0_ns = (uint64_t)(t->m0 * 1e9 + 0.5);

@@ -371,6 +371,7 @@ gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
   t->kind = GS_PROF_KERNEL;
   t->bytes = t->flops = 0;
   t->m0 = -1;
+  t->fused = 0;
   t->ntensors = 0;
   t->keep = NULL;
   t->has_args = false;

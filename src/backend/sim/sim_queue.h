@@ -27,6 +27,7 @@
 
 #include "core/gs_backend.h"
 #include "core/gs_devflag.h"
+#include "core/gs_gpu_model.h"
 #include "core/gs_streams.h"
 #include "core/gs_tensor.h"
 
@@ -56,6 +57,11 @@ struct gs_task {
    * unit (gs_prof_event's fields); m0 < 0: not modelled */
   double m0, m1;
   uint8_t bound, unit;
+  /* in a fused region (gs_gpu_fused: a convolution on a modelled GPU), set
+   * at submit: 1 the task carries the region's kernels (fz), 2 it is part
+   * of them (no time, no launch, no profile row); 0 outside one */
+  uint8_t fused;
+  gs_gpu_fused fz;
   int ntensors;
   gs_tensor x[GS_TASK_TENSORS];
   gs_buffer b[GS_TASK_TENSORS];
