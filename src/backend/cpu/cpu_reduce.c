@@ -8,6 +8,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_reduce.h"
 #include "backend/cpu/cpu_iter.h" /* GS_PARALLEL_GRAIN */
+#include "backend/cpu/cpu_isa.h" /* a copy of the vector loops per instruction set */
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_parallel.h"
 
@@ -56,7 +57,7 @@ static inline void prefetch_ahead(const void *p, int64_t offset) {
  * and most of the work stays in float, so the loop keeps up with data
  * already in cache. (Sequential float lanes were biased: a million
  * float32 0.1s came out 2 ulps off; blocks of 4096 were 20 ulps off.) */
-GS_VECTOR_CLONES static double sum_f32(const float *p, int64_t n) {
+GS_ISA_INLINE static double sum_f32_impl(const float *p, int64_t n) {
   v8d d0 = {0}, d1 = {0}; /* double lanes 0-7 and 8-15 */
   int64_t i = 0;
   for (; i + 256 <= n; i += 256) {
@@ -73,6 +74,7 @@ GS_VECTOR_CLONES static double sum_f32(const float *p, int64_t n) {
   for (; i < n; i++) total += p[i];
   return total;
 }
+GS_ISA_FN(double, sum_f32, (const float *p, int64_t n), (p, n))
 
 static double sum_f64(const double *p, int64_t n) {
   double acc[8] = {0}, total = 0;
@@ -126,7 +128,7 @@ static gs_status sum_all(const gs_tensor *x, double *total) {
  * element (0.3-0.8 GB/s on [4096, 4096] along dim 1, PyTorch 8-20). */
 #define COL_TILE 1024
 
-GS_VECTOR_CLONES static void sum_cols_f32(const float *p, int64_t r, int64_t inner, int64_t w, float *out) {
+GS_ISA_INLINE static void sum_cols_f32_impl(const float *p, int64_t r, int64_t inner, int64_t w, float *out) {
   double acc[COL_TILE];
   for (int64_t k = 0; k < w; k++) acc[k] = 0;
   int64_t i = 0;
@@ -142,14 +144,16 @@ GS_VECTOR_CLONES static void sum_cols_f32(const float *p, int64_t r, int64_t inn
     for (int64_t k = 0; k < w; k++) acc[k] += p[i * inner + k];
   for (int64_t k = 0; k < w; k++) out[k] = (float)acc[k];
 }
+GS_ISA_VOID(sum_cols_f32, (const float *p, int64_t r, int64_t inner, int64_t w, float *out), (p, r, inner, w, out))
 
-GS_VECTOR_CLONES static void sum_cols_f64(const double *p, int64_t r, int64_t inner, int64_t w, double *out) {
+GS_ISA_INLINE static void sum_cols_f64_impl(const double *p, int64_t r, int64_t inner, int64_t w, double *out) {
   double acc[COL_TILE];
   for (int64_t k = 0; k < w; k++) acc[k] = 0;
   for (int64_t i = 0; i < r; i++)
     for (int64_t k = 0; k < w; k++) acc[k] += p[i * inner + k];
   for (int64_t k = 0; k < w; k++) out[k] = acc[k];
 }
+GS_ISA_VOID(sum_cols_f64, (const double *p, int64_t r, int64_t inner, int64_t w, double *out), (p, r, inner, w, out))
 
 /* Tiles of at most COL_TILE columns (inner > 1), narrower (down to 16)
  * when there are too few tiles to give every thread two. */
@@ -313,7 +317,7 @@ typedef int64_t v4l __attribute__((vector_size(32)));
 typedef double v4dl __attribute__((vector_size(32), aligned(8), may_alias));
 typedef int64_t v4ll __attribute__((vector_size(32), aligned(8), may_alias));
 #define BLOCK_EXTREME(T, VT, VL, MT, W, NAME, BETTER)                                             \
-  GS_VECTOR_CLONES static bool NAME(const T *p, int64_t n, T *ext) { /* n >= W; true: a NaN */   \
+  GS_ISA_INLINE static bool NAME##_impl(const T *p, int64_t n, T *ext) { /* n >= W; true: NaN */ \
     VT m; memcpy(&m, p, sizeof m);                                                                \
     MT nan = {0};                                                                                 \
     int64_t i = 0;                                                                                \
@@ -328,7 +332,8 @@ typedef int64_t v4ll __attribute__((vector_size(32), aligned(8), may_alias));
     for (; i < n; i++) { T v = p[i]; e = BETTER(v, e) ? v : e; any |= v != v; }                   \
     *ext = e;                                                                                     \
     return any;                                                                                   \
-  }
+  }                                                                                               \
+  GS_ISA_FN(bool, NAME, (const T *p, int64_t n, T *ext), (p, n, ext))
 #define GT(a, b) ((a) > (b))
 #define LT(a, b) ((a) < (b))
 BLOCK_EXTREME(float, v8f, v8f, v8i, 8, bmax_f32, GT)
