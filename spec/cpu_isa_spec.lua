@@ -31,7 +31,8 @@ end
 -- the kernels each copy covers: elementwise (fast exp, sigmoid, the binary
 -- loops and their broadcast paths), the reductions' pairwise trees (whole,
 -- along rows, down columns), max/min with positions, the random numbers,
--- and a 3x3 convolution through the Winograd transforms, forward and back
+-- a 3x3 convolution through the Winograd transforms, a 5x5 one through
+-- im2col and col2im, pooling, batch norm, resizing, softmax, forward and back
 local function workload()
   torch.manual_seed(7)
   local x = torch.randn(331, 307) * 10
@@ -57,6 +58,21 @@ local function workload()
   out:sum():backward()
   torch._conv_winograd(prev)
   r.conv, r.conv_gin, r.conv_gw = out:detach(), inp.grad, w.grad
+  -- LeNet's second layer's shape, small: im2col and col2im, forward and back
+  local F = torch.nn.functional
+  local x5 = torch.randn(3, 6, 14, 14):requires_grad_(true)
+  local w5 = torch.randn(16, 6, 5, 5):requires_grad_(true)
+  local y5 = F.conv2d(x5, w5, { padding = 1 })
+  -- 2x2 max pooling (its own loop), 3x3 average pooling, batch norm,
+  -- bilinear resizing: forward and back
+  local p1 = F.max_pool2d(y5, 2)
+  local p2 = F.avg_pool2d(y5, 3, { stride = 2, padding = 1 })
+  local bn = F.batch_norm(y5, nil, nil, { training = true })
+  local up = F.interpolate(y5, { scale_factor = 1.5, mode = "bilinear" })
+  local sm = y5:view(3, -1):softmax(2)
+  ;(p1:sum() + (p2 * p2):sum() + (bn * bn):sum() + up:sum() + (sm * sm):sum()):backward()
+  r.conv5, r.conv5_gx, r.conv5_gw = y5:detach(), x5.grad, w5.grad
+  r.maxpool, r.avgpool, r.bn, r.up, r.softmax = p1:detach(), p2:detach(), bn:detach(), up:detach(), sm:detach()
   return r
 end
 
