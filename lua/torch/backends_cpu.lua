@@ -1,6 +1,7 @@
 -- torch/backends_cpu.lua: torch.backends.cpu (issue 32). gshell's
--- hand-written CPU kernels (elementwise, reductions, Winograd transforms)
--- are compiled for three instruction sets and run the best one this CPU
+-- hand-written CPU kernels (elementwise, reductions, convolutions' data
+-- movement and Winograd transforms, pooling, resizing, batch norm) are
+-- compiled for three instruction sets and run the best one this CPU
 -- has (src/backend/cpu/cpu_isa.h). get_cpu_capability() names the one in
 -- use as PyTorch does ("DEFAULT", "AVX2", "AVX512"); GSHELL_CPU_ISA=
 -- baseline|avx2|avx512 picks one at start-up, set_cpu_capability (not in
