@@ -7,6 +7,8 @@
 #   bench_cores       the cores this process may use (nproc), and the
 #                     machine's count when they differ
 #   bench_machine     all of it, with the memory: the results files' line
+#   bench_gshell_isa BUILD  the instruction set gshell's kernels use there
+#                     (torch.backends.cpu.get_cpu_capability(): AVX2, ...)
 # BENCH_CPUINFO=FILE reads FILE instead of /proc/cpuinfo (and counts its
 # processors instead of asking nproc): spec/bench_table_spec.lua uses it.
 
@@ -47,4 +49,10 @@ bench_cores() {
 
 bench_machine() {
   echo "$(bench_cpu_model) ($(bench_isa)), $(bench_cores), $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo)"
+}
+
+# the instruction set gshell's CPU kernels ran with (GSHELL_CPU_ISA can
+# force a lower one: an AVX-512 machine standing in for an AVX2 one)
+bench_gshell_isa() {
+  LUA_CPATH="$1/?.so;;" lua5.4 -e 'print(require("torch").backends.cpu.get_cpu_capability())' 2>/dev/null || echo "?"
 }

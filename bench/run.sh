@@ -205,6 +205,7 @@ notes=$( { grep -h '^#' "$tmp/gshell" "$tmp/pytorch" | sort -u | sed 's/^# */- /
 
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 torchv=$([ -n "${BENCH_REPLAY:-}" ] && echo "(replayed)" || $PY -c 'import torch; print(torch.__version__)')
+gs_isa=$([ -n "${BENCH_REPLAY:-}" ] && echo "(replayed)" || bench_gshell_isa "$BUILD")
 
 printf '\n%s\n%s\n\n%s\n' "$header" "$table" "$notes"
 
@@ -215,7 +216,7 @@ mkdir -p "$(dirname "$OUT")"
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $machine"
   echo "- load average before / after: $load0 / $load1 (other work running at the same time skews the numbers)"
-  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD), PyTorch $torchv with torch.set_num_threads(2)"
+  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD), CPU kernels: $gs_isa; PyTorch $torchv with torch.set_num_threads(2)"
   echo "- ratio: how many times better gshell is (time: pytorch/gshell; rate: gshell/pytorch)"
   echo "- ratio statistic: the median of per-pair ratios, a pair being one round of each side taken back to back (the rounds alternate: gshell, pytorch, pytorch, gshell, ...); spread: the smallest and largest pair; gshell and pytorch: each side's median over the rounds"
   echo "- each round's value: median of timed repetitions after warm-up; $ROUNDS rounds per side (memory-bound rows: $((ROUNDS + MEM_ROUNDS)), $MEM_ROUNDS of them short alternating rounds of those rows only); GB/s counts bytes read + written"

@@ -83,7 +83,7 @@ printf '\n%s\n%s\n\n%s\n%s\n' "$header" "$table" "$split500" "$split2000"
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(bench_machine)"
   echo "- load average before / after: $load0 / $load1 (other work running at the same time skews the numbers)"
-  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD); OpenBLAS direct: numpy $($PY -c 'import numpy; print(numpy.__version__)') matmul, OPENBLAS_NUM_THREADS=$T; PyTorch $($PY -c 'import torch; print(torch.__version__)'), set_num_threads($T)"
+  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD), CPU kernels: $(bench_gshell_isa "$BUILD"); OpenBLAS direct: numpy $($PY -c 'import numpy; print(numpy.__version__)') matmul, OPENBLAS_NUM_THREADS=$T; PyTorch $($PY -c 'import torch; print(torch.__version__)'), set_num_threads($T)"
   echo "- $ROUNDS rounds per side, the order rotating; each value the median repetition after at least 4 warm-up products, the columns each side's median round; ratios: the median of per-round ratios (smallest-largest)"
   echo
   echo "$header"

@@ -78,7 +78,7 @@ printf '\n%s\n' "$table"
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- machine: $(bench_machine)"
   echo "- load average before / after: $load0 / $load1"
-  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD); PyTorch $($PY -c 'import torch; print(torch.__version__)'), its better of 1 and 2 threads; best of 2-3 timings per run, $rounds alternating runs per side, wall clock"
+  echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD), CPU kernels: $(bench_gshell_isa "$BUILD"); PyTorch $($PY -c 'import torch; print(torch.__version__)'), its better of 1 and 2 threads; best of 2-3 timings per run, $rounds alternating runs per side, wall clock"
   echo "- ratio: the median of per-pair ratios (a gshell run and the PyTorch run after it), spread: the smallest and largest pair; gshell, pytorch: each side's median run"
   echo "- the DataParallel row compares gshell with itself (2 simulated GPUs against 1, each a share of the same 2 cores)"
   echo
