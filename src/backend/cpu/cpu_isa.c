@@ -1,6 +1,7 @@
 /* cpu_isa.c: the kernels' instruction-set level (cpu_isa.h). */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,18 @@ static void init(void) {
   /* libgcc's cpuid reading also checks that the OS saves the AVX and
    * AVX-512 registers (XGETBV), so a level it reports can run */
   __builtin_cpu_init();
-  supported = __builtin_cpu_supports("x86-64-v4") ? GS_ISA_AVX512
-              : __builtin_cpu_supports("x86-64-v3") ? GS_ISA_AVX2
-                                                     : GS_ISA_BASELINE;
+#if defined(__clang__) || __GNUC__ < 12
+  /* no level names before GCC 12, nor in clang (which builds the
+   * fuzzers): the levels' defining features that every compiler names */
+  bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+            __builtin_cpu_supports("bmi2");
+  bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vl");
+#else
+  bool v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+  supported = v4 ? GS_ISA_AVX512 : v3 ? GS_ISA_AVX2 : GS_ISA_BASELINE;
 #endif
   int level = supported;
   const char *env = getenv("GSHELL_CPU_ISA");

@@ -49,8 +49,13 @@ static inline int gs_cpu_isa_now(void) {
 #define GS_ISA_INLINE inline __attribute__((always_inline))
 #if defined(__x86_64__)
 /* AVX-512 copies use 512-bit vectors (GCC's default for x86-64-v4 is 256,
- * to spare older Xeons' clock drop); PyTorch's AVX512 kernels do the same. */
+ * to spare older Xeons' clock drop); PyTorch's AVX512 kernels do the same.
+ * (clang, which builds the fuzzers, takes no vector width in the attribute.) */
+#if defined(__clang__)
+#define GS_ISA_V4 __attribute__((target("arch=x86-64-v4")))
+#else
 #define GS_ISA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#endif
 #define GS_ISA_V3 __attribute__((target("arch=x86-64-v3")))
 #define GS_ISA_FN(RET, NAME, PARAMS, ARGS)                                     \
   GS_ISA_V4 static RET NAME##_v4 PARAMS { return NAME##_impl ARGS; }           \
