@@ -186,6 +186,7 @@ bench: all
 	@sh bench/async/run.sh $(BUILD)
 	@sh bench/data/run.sh $(BUILD)
 	@sh bench/train/run.sh $(BUILD)
+	@sh bench/train/transformer.sh $(BUILD)
 
 # `make fuzz-api SECONDS=N [SEED=S] [CASE=C]`: the random-call API fuzzer
 # (fuzz/api.lua) under AddressSanitizer + UBSan; a failure prints the

@@ -54,7 +54,7 @@ describe("GPU models", function()
     assert.is_false(ok)
     assert.matches("unknown GPU model 'k80'; the known ones are t4, v100, a100, h100, h200, or host", e, nil, true)
     ok, e = pcall(T, "v100", "warp", {})
-    assert.matches("unknown kind 'warp' (kernel, gemm, gemm_eff, fill or copy)", e, nil, true)
+    assert.matches("unknown kind 'warp' (kernel, gemm, gemm_eff, fill, memory or copy)", e, nil, true)
     local out = run("--gpu-model v100,p100 -e 1")
     assert.matches("gshell: --gpu-model: unknown GPU model 'p100'; the known ones are t4, v100, a100, h100, h200, "
       .. "or host (this machine's own time)", out, nil, true)

@@ -40,6 +40,12 @@ local SANITIZED = H.UNDER_ASAN or H.UNDER_TSAN
 local STEP8 = SANITIZED and "d2l.train_ch6(net, train_small, test_small, 2, 0.9, device)"
   or "d2l.train_ch6(net, train_iter, test_small, 2, 0.9, device)"
 
+-- The resumed sessions check the lesson's own Lua (each step's setup, its
+-- hints): under TSAN they would only re-run, a dozen child processes
+-- over, the engine paths the full run above them already drives there
+-- (about 150 of TSAN's seconds). They still run plain and under ASan.
+local lesson_it = H.not_under_tsan_it(it, pending, "the lesson's own Lua in a dozen child sessions; the full run covers the engine")
+
 describe("gshell --lesson lenet", function()
   it("is listed with the gpu lesson", function()
     local out = R.run({ "--lesson" }, "", { GSHELL_LESSON_STATE = "/nonexistent/state" })
@@ -120,7 +126,7 @@ describe("gshell --lesson lenet", function()
       out .. err)
   end)
 
-  it("resumed at the profiler step in a new session, its setup makes the data, the subset and the net", function()
+  lesson_it("resumed at the profiler step in a new session, its setup makes the data, the subset and the net", function()
     local out, err, code, state = lenet_from(10, {
       "p = torch.profiler.profile(function() d2l.train_ch6(net, train_small, test_small, 1, 0.9, device) end)",
     })
@@ -139,7 +145,7 @@ describe("gshell --lesson lenet", function()
     assert.are.equal("lenet\t11\n", state)
   end)
 
-  it("every step's setup works in a new session: resumed anywhere, nothing is missing", function()
+  lesson_it("every step's setup works in a new session: resumed anywhere, nothing is missing", function()
     for at = 2, 16 do
       local out, err, code = lenet_from(at, { "" })
       assert.are.equal(0, code, err)
@@ -149,7 +155,7 @@ describe("gshell --lesson lenet", function()
     end
   end)
 
-  it("resumed at 'Look at it', X and y are made from one batch and the labels check passes", function()
+  lesson_it("resumed at 'Look at it', X and y are made from one batch and the labels check passes", function()
     local out, err, code, state = lenet_from(3, {
       "labels = d2l.get_fashion_mnist_labels(y[{{1, 8}}]); d2l.show_images(X[{{1, 8}}]:reshape(8, 28, 28), 2, 4, {titles = labels})",
     })
@@ -159,7 +165,7 @@ describe("gshell --lesson lenet", function()
     assert.are.equal("lenet\t4\n", state)
   end)
 
-  it("the loop that counts on the GPU: a wrong count's hint, and a loop run without 'error' is not enough", function()
+  lesson_it("the loop that counts on the GPU: a wrong count's hint, and a loop run without 'error' is not enough", function()
     local out, err, code, state = lenet_from(15, {
       "correct = torch.zeros({}, {device = device}); torch.no_grad(function() for _, b in ipairs(test_gpu) do correct = correct + net(b[1]):argmax(2):eq(b[2]):sum() end end); acc_gpu = correct:item() / 512",
       "torch.cuda.set_sync_debug_mode('error'); correct = correct:cpu()",
@@ -175,7 +181,7 @@ describe("gshell --lesson lenet", function()
 end)
 
 describe("the lenet lesson at a terminal", function()
-  it("its first steps: show_images draws the images in half-blocks", function()
+  lesson_it("its first steps: show_images draws the images in half-blocks", function()
     local dir = R.tmpdir()
     local out, ok = R.pty({
       { expect = "Step 1 of 16" }, { expect = "gshell> " },

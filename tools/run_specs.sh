@@ -13,7 +13,7 @@ export GS_TSAN_LOGS
 . tools/sanitizer_env.sh
 log=$(mktemp)
 start=$(date +%s)
-LD_PRELOAD="$pre" lua5.4 /usr/bin/busted -o TAP spec 2>&1 | tee "$log"
+LD_PRELOAD="$pre" lua5.4 /usr/bin/busted -o spec/support/tap_timed.lua spec 2>&1 | tee "$log"
 status=$?
 passed=$(grep -c '^ok ' "$log")
 failed=$(grep -c '^not ok ' "$log")

@@ -40,6 +40,8 @@ for _, name in ipairs({ "devices", "nn", "optim", "utils", "serialize", "linalg"
 end
 -- torch.cuda.explain(fn): a roofline of fn's ops on a modelled GPU (issue 29)
 torch.cuda.explain = require("torch.explain").explain
+-- torch.cuda.kernel(fn): kernels written in Lua, run on simulated GPUs (issue 30)
+torch.cuda.kernel = require("torch.kernel_lab").kernel
 
 -- Convolutions: torch.conv2d and torch.conv1d (nn.functional merges the
 -- same table, torch.nn.functional_conv).

@@ -289,8 +289,9 @@ end
 -- --------------------------------------------------- boolean-mask indexing
 
 -- The mask's shape must equal x's leading dims; returns the number of
--- rows it covers and the 1-based flat positions where it is true.
-local function mask_rows(x, mask)
+-- rows it covers and (unless shape_only) the 1-based flat positions
+-- where it is true, read back to the host.
+local function mask_rows(x, mask, shape_only)
   if mask:dim() > x:dim() then
     fail(("too many indices for tensor of dimension %d (a mask of %d dims)"):format(x:dim(), mask:dim()))
   end
@@ -302,6 +303,7 @@ local function mask_rows(x, mask)
   end
   local rows = 1
   for i = 1, mask:dim() do rows = rows * x:size(i) end
+  if shape_only then return rows end
   local flags = mask:reshape(-1):cpu():tolist()
   local pos = {}
   for i, f in ipairs(flags) do if f then pos[#pos + 1] = i end end
@@ -325,9 +327,11 @@ end
 -- x[mask] = v: v a number, a 0-d tensor, a tensor broadcast over the
 -- selected slices, or one value (slice) per selected position.
 registry["torch.mask_assign"] = function(x, mask, v)
-  local rows, pos = mask_rows(x, mask)
   local k = mask:dim()
   if type(v) == "number" or type(v) == "boolean" or (is_tensor(v) and v:dim() <= x:dim() - k) then
+    -- no positions needed: the mask stays on its device (d2l.sequence_mask
+    -- no longer reads a [4096, 32] mask back as a Lua list every call)
+    mask_rows(x, mask, true)
     -- the mask over x's leading dims, broadcast over the rest
     local ms = {}
     for i = 1, k do ms[i] = mask:size(i) end
@@ -345,6 +349,7 @@ registry["torch.mask_assign"] = function(x, mask, v)
     return
   end
   if not is_tensor(v) then fail("cannot assign " .. describe(v) .. " to masked elements: expected a number or a tensor") end
+  local rows, pos = mask_rows(x, mask)
   local want = rest_shape(x, k, #pos)
   local ok = v:dim() <= #want
   if ok then

@@ -46,6 +46,11 @@ static void push_model(lua_State *L, const gs_gpu_model *m) {
   N("launch", m->launch_s);
   N("host_launch", m->host_launch_s);
   N("host_sync", m->host_sync_s);
+  I("max_threads_per_block", m->max_threads_per_block);
+  I("max_blocks_per_sm", m->max_blocks_per_sm);
+  I("smem_per_sm", (lua_Integer)m->smem_per_sm);
+  I("smem_per_block", (lua_Integer)m->smem_per_block);
+  I("regs_per_sm", m->regs_per_sm);
 #undef S
 #undef I
 #undef N
@@ -113,7 +118,8 @@ static double num(lua_State *L, int t, const char *k, double def) {
 /* _model_time(name, kind, args): kind "kernel" {flops, bytes, elems,
  * dtype}, "gemm" {m, n, k, batch, dtype}, "gemm_eff" (the same, the
  * efficiency), "fill" {blocks, threads}, "copy" {bytes, to = "device" |
- * "host" | a peer model's name, pinned}. */
+ * "host" | a peer model's name, pinned}, "memory" {bytes} (one kernel's
+ * memory time, for the kernel lab). */
 static int c_model_time(lua_State *L) {
   const gs_gpu_model *m = check_named(L, 1);
   const char *kind = luaL_checkstring(L, 2);
@@ -128,6 +134,8 @@ static int c_model_time(lua_State *L) {
     double M = num(L, 3, "m", 1), N = num(L, 3, "n", 1), K = num(L, 3, "k", 1), B = num(L, 3, "batch", 1);
     r = kind[4] ? gs_gpu_gemm_eff(m, u, M, N, K, B)
                 : gs_gpu_gemm_time(m, u, M, N, K, B, (double)gs_dtype_size(dt));
+  } else if (strcmp(kind, "memory") == 0) {
+    r = gs_gpu_mem_time(m, num(L, 3, "bytes", 0));
   } else if (strcmp(kind, "fill") == 0) {
     r = gs_gpu_fill(m, num(L, 3, "blocks", 1), (int)num(L, 3, "threads", GS_MODEL_BLOCK));
   } else if (strcmp(kind, "copy") == 0) {
@@ -144,7 +152,7 @@ static int c_model_time(lua_State *L) {
     }
     r = gs_gpu_copy_time(m, peer, ck, pinned, num(L, 3, "bytes", 0));
   } else {
-    return luaL_error(L, "torch.cuda._model_time: unknown kind '%s' (kernel, gemm, gemm_eff, fill or copy)", kind);
+    return luaL_error(L, "torch.cuda._model_time: unknown kind '%s' (kernel, gemm, gemm_eff, fill, memory or copy)", kind);
   }
   lua_pushnumber(L, r);
   return 1;

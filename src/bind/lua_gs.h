@@ -91,6 +91,7 @@ void gsL_open_pool(lua_State *L);      /* lua_pool.c: torch._pool2d, _batch_norm
 void gsL_open_image(lua_State *L);     /* lua_image.c: torch._read_idx, _resize_bilinear */
 /* d2l pictures: */
 void gsL_open_gpu_model(lua_State *L); /* lua_gpu_model.c: torch.cuda.gpu_model, allow_tf32 (issue 29) */
+void gsL_open_kernel_lab(lua_State *L); /* lua_kernel_lab.c: torch._lab_* (the kernel lab, issue 30) */
 void gsL_open_picture(lua_State *L);   /* lua_picture.c: torch._png_encode, _isatty, _term_size */
 /* The Lua state's allocator with its small-block pool (lua_alloc.c). */
 void gsL_install_allocator(lua_State *L);

@@ -103,6 +103,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_image(L); /* data sets (issue 21) */
   gsL_open_picture(L); /* d2l pictures */
   gsL_open_gpu_model(L); /* GPU models (issue 29) */
+  gsL_open_kernel_lab(L); /* Lua kernels on simulated GPUs (issue 30) */
   lua_pushliteral(L, GS_VERSION);
   lua_setfield(L, -2, "__version__");
   install_searcher(L);

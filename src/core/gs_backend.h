@@ -115,6 +115,15 @@ typedef struct gs_backend {
    * follows; NULL, or a NULL slot, when it keeps real time (simulated GPUs
    * on the "host" model, real GPUs, the cpu) */
   const struct gs_gpu_model *(*gpu_model)(int index);
+  /* optional (sim; the kernel lab, issue 30): queues on device `index`'s
+   * current stream a task standing for a kernel the host has already run
+   * on the device's memory (a Lua kernel): it computes nothing, takes
+   * `seconds` of modelled time, shows in the profiler as `name` (a string
+   * that outlives the task) bound by `bound` (a gs_prof_bound), and counts
+   * as a use of the n tensors (the written ones first). A backend with
+   * this slot keeps its devices' memory in host memory (even the staged
+   * variant): the host reads and writes it after gs_tensor_host_wait */
+  gs_status (*host_ran)(int index, const char *name, double seconds, int bound, const gs_tensor *const *xs, int n);
   /* optional: percent of wall time the device ran kernels since the
    * previous call; NULL when the backend cannot tell */
   int (*utilization)(int index);

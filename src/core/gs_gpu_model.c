@@ -18,26 +18,30 @@
  * CUDA Graphs blog's V100 measurements (docs/gpu-models.md), the same for
  * every model until tools/gpu_run.sh calibrates them. */
 #define LAUNCH 2e-6, 3e-6, 6e-6
+/* Threads per block, blocks per SM, shared memory per SM and per block
+ * (KiB) and registers per SM: the CUDA C++ Programming Guide's table of
+ * compute capabilities (docs/gpu-models.md), for the kernel lab. */
+#define LIMITS(blocks, smem_sm, smem_block) 1024, blocks, (smem_sm) * 1024.0, (smem_block) * 1024.0, 65536
 
 static const gs_gpu_model models[] = {
   {"t4", "Tesla T4", "Turing", 7, 5, 40, 1024, 1590,
    {[GS_UNIT_FP32] = 8.1 * T, [GS_UNIT_FP64] = 8.1 * T / 32, [GS_UNIT_FP16_TC] = 65 * T},
-   16 * GIB, 320e9, 4 * MIB, 3, 16, 0, 2, LAUNCH},
+   16 * GIB, 320e9, 4 * MIB, 3, 16, 0, 2, LAUNCH, LIMITS(16, 64, 64)},
   {"v100", "Tesla V100-SXM2-16GB", "Volta", 7, 0, 80, 2048, 1530,
    {[GS_UNIT_FP32] = 15.7 * T, [GS_UNIT_FP64] = 7.8 * T, [GS_UNIT_FP16_TC] = 125 * T},
-   16 * GIB, 900e9, 6 * MIB, 3, 16, 300e9, 2, LAUNCH},
+   16 * GIB, 900e9, 6 * MIB, 3, 16, 300e9, 2, LAUNCH, LIMITS(32, 96, 96)},
   {"a100", "NVIDIA A100-SXM4-80GB", "Ampere", 8, 0, 108, 2048, 1410,
    {[GS_UNIT_FP32] = 19.5 * T, [GS_UNIT_FP64] = 9.7 * T, [GS_UNIT_FP64_TC] = 19.5 * T,
     [GS_UNIT_TF32_TC] = 156 * T, [GS_UNIT_FP16_TC] = 312 * T, [GS_UNIT_BF16_TC] = 312 * T},
-   80 * GIB, 2039e9, 40 * MIB, 4, 16, 600e9, 2, LAUNCH},
+   80 * GIB, 2039e9, 40 * MIB, 4, 16, 600e9, 2, LAUNCH, LIMITS(32, 164, 163)},
   {"h100", "NVIDIA H100 80GB HBM3", "Hopper", 9, 0, 132, 2048, 1980,
    {[GS_UNIT_FP32] = 67 * T, [GS_UNIT_FP64] = 34 * T, [GS_UNIT_FP64_TC] = 67 * T,
     [GS_UNIT_TF32_TC] = 494.7 * T, [GS_UNIT_FP16_TC] = 989.4 * T, [GS_UNIT_BF16_TC] = 989.4 * T},
-   80 * GIB, 3.35e12, 50 * MIB, 5, 16, 900e9, 2, LAUNCH},
+   80 * GIB, 3.35e12, 50 * MIB, 5, 16, 900e9, 2, LAUNCH, LIMITS(32, 228, 227)},
   {"h200", "NVIDIA H200", "Hopper", 9, 0, 132, 2048, 1980,
    {[GS_UNIT_FP32] = 67 * T, [GS_UNIT_FP64] = 34 * T, [GS_UNIT_FP64_TC] = 67 * T,
     [GS_UNIT_TF32_TC] = 494.7 * T, [GS_UNIT_FP16_TC] = 989.4 * T, [GS_UNIT_BF16_TC] = 989.4 * T},
-   141 * GIB, 4.8e12, 50 * MIB, 5, 16, 900e9, 2, LAUNCH},
+   141 * GIB, 4.8e12, 50 * MIB, 5, 16, 900e9, 2, LAUNCH, LIMITS(32, 228, 227)},
 };
 #define NMODELS ((int)(sizeof models / sizeof models[0]))
 

@@ -49,6 +49,13 @@ typedef struct gs_gpu_model {
   double launch_s;          /* the device's per-kernel overhead (start to start of empty kernels) */
   double host_launch_s;     /* what the host pays per launch in the driver */
   double host_sync_s;       /* what the host pays per synchronisation */
+  /* per-block and per-SM limits, for the kernel lab's occupancy (issue 30;
+   * CUDA C++ Programming Guide, compute capabilities table) */
+  int max_threads_per_block;
+  int max_blocks_per_sm;
+  double smem_per_sm;       /* shared memory per SM, bytes */
+  double smem_per_block;    /* the most one block may use, bytes */
+  int regs_per_sm;          /* 32-bit registers per SM */
 } gs_gpu_model;
 
 /* The tunable constants of the time model, one place (docs/time-model.md). */

@@ -607,6 +607,11 @@ do
   d2l.MaskedSoftmaxCELoss = attention.MaskedSoftmaxCELoss
 end
 
+-- the attention and transformer chapters' modules and check_shape
+-- (attention_models.lua); show_heatmaps (heatmaps.lua)
+for k, v in pairs(require("torch.d2l.attention_models")) do d2l[k] = v end
+d2l.show_heatmaps = require("torch.d2l.heatmaps").show_heatmaps
+
 -- resnet18 and its Residual block: resnet.lua (needs nn.Conv2d, BatchNorm2d)
 d2l.resnet18 = function(...) return require("torch.d2l.resnet").resnet18(...) end
 d2l.Residual = function(...) return require("torch.d2l.resnet").Residual(...) end

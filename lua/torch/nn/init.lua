@@ -9,6 +9,7 @@ local batchnorm = require("torch.nn.batchnorm")
 local lazy = require("torch.nn.lazy")
 local parallel = require("torch.nn.parallel")
 local sequence = require("torch.nn.sequence") -- GELU, Embedding, LayerNorm; nn.utils
+local attention = require("torch.nn.attention") -- MultiheadAttention
 
 local nn = {}
 
@@ -19,7 +20,7 @@ nn.is_module = base.is_module
 nn.is_parameter = base.is_parameter
 nn.init = require("torch.nn.initializers")
 
-for _, mod in ipairs({ containers, layers, loss, conv, pooling, batchnorm, lazy, sequence }) do
+for _, mod in ipairs({ containers, layers, loss, conv, pooling, batchnorm, lazy, sequence, attention }) do
   for k, v in pairs(mod) do nn[k] = v end
 end
 -- nn.functional, the book's F (torch.nn.functional), after the merge above

@@ -430,13 +430,29 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
 }
 
 /* Softmax of one row of r elements at stride `inner`, in double for
- * float64 and float (with the vectorisable exp) for float32. */
+ * float64 and float (with the vectorisable exp) for float32. A contiguous
+ * row (inner 1, the last dim: attention's scores) writes each exp into
+ * the output once, in a loop the compiler vectorises, then sums and
+ * scales it: the same values as the strided loops, which evaluate the
+ * scalar exp twice (a [128, 32, 32] float32 softmax took 2.3 ms that way,
+ * ten times an exp of the same tensor). The rows are inlined into
+ * softmax_rows, which has a copy per instruction set (cpu_isa.h). */
 #define SOFTMAX_ROW(T, NAME, EXP, LOG)                                            \
-  static void NAME(T *o, const T *x, int64_t r, int64_t inner, bool take_log) {       \
+  static inline __attribute__((always_inline)) void NAME(T *restrict o, const T *restrict x, int64_t r, \
+                                                          int64_t inner, bool take_log) {  \
     T mx = -INFINITY;                                                             \
-    for (int64_t i = 0; i < r; i++) { T v = x[i * inner]; if (v > mx || v != v) mx = v; } \
+    bool nan = false; /* a NaN makes the row's maximum NaN (branch-free: 2.5x faster) */ \
+    for (int64_t i = 0; i < r; i++) { T v = x[i * inner]; mx = v > mx ? v : mx; nan |= v != v; } \
+    if (nan) mx = (T)NAN;                                                         \
     if (mx == -INFINITY) mx = 0;                                                  \
     double sum = 0;                                                               \
+    if (inner == 1) {                                                             \
+      for (int64_t i = 0; i < r; i++) o[i] = EXP(x[i] - mx);                      \
+      for (int64_t i = 0; i < r; i++) sum += o[i];                                \
+      if (take_log) { T ls = (T)LOG(sum); for (int64_t i = 0; i < r; i++) o[i] = x[i] - mx - ls; } \
+      else { T inv = (T)(1.0 / sum); for (int64_t i = 0; i < r; i++) o[i] *= inv; } \
+      return;                                                                     \
+    }                                                                             \
     for (int64_t i = 0; i < r; i++) sum += EXP(x[i * inner] - mx);                \
     if (take_log) { T ls = (T)LOG(sum); for (int64_t i = 0; i < r; i++) o[i * inner] = x[i * inner] - mx - ls; } \
     else { T inv = (T)(1.0 / sum); for (int64_t i = 0; i < r; i++) o[i * inner] = EXP(x[i * inner] - mx) * inv; } \
@@ -446,7 +462,7 @@ SOFTMAX_ROW(double, softmax_row_f64, exp, log)
 
 typedef struct { int64_t r, inner; bool f32, log; char *ob; const char *xb; } softmax_job;
 
-static void softmax_rows(int64_t begin, int64_t end, void *arg) {
+GS_ISA_INLINE static void softmax_rows_impl(int64_t begin, int64_t end, void *arg) {
   const softmax_job *j = arg;
   for (int64_t c = begin; c < end; c++) {
     int64_t o = c / j->inner, k = c % j->inner, off = o * j->r * j->inner + k;
@@ -454,6 +470,7 @@ static void softmax_rows(int64_t begin, int64_t end, void *arg) {
     else softmax_row_f64((double *)j->ob + off, (const double *)j->xb + off, j->r, j->inner, j->log);
   }
 }
+GS_ISA_VOID(softmax_rows, (int64_t begin, int64_t end, void *arg), (begin, end, arg))
 
 gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) {
   int64_t outer, r, inner;

@@ -594,6 +594,33 @@ static gs_status sim_d2d(int di, void *dst, int si, const void *src, size_t n) {
 static gs_status sim_sync(int i) { return gs_queue_sync_device(i, "torch.cuda.synchronize"); }
 static gs_status sim_host_wait(gs_buffer *b, const char *what) { return gs_buffer_host_wait(b, what); }
 
+/* The kernel lab (issue 30): the host ran a Lua kernel on the device's
+ * memory; this task only carries its modelled time and name onto the
+ * stream, so the profiler, events and torch.clock() see it as a kernel,
+ * and records its uses of the tensors (the first four as the task's own,
+ * the rest as extra uses) so later host reads wait for its modelled end. */
+static gs_status run_nothing(gs_task *t) {
+  (void)t;
+  return GS_OK;
+}
+static gs_status sim_host_ran(int i, const char *name, double seconds, int bound, const gs_tensor *const *xs,
+                              int n) {
+  gs_buffer *extra[64];
+  if (n - GS_TASK_TENSORS > (int)(sizeof extra / sizeof extra[0]))
+    return gs_error("a kernel takes at most %d tensor arguments", GS_TASK_TENSORS + (int)(sizeof extra / sizeof extra[0]));
+  gs_task *t = gs_task_new(i, name, run_nothing);
+  if (!t) return GS_ERR_OOM;
+  for (int k = 0; k < n; k++) {
+    if (k < GS_TASK_TENSORS) gs_task_tensor(t, xs[k]);
+    else extra[t->nextra++] = xs[k]->buf;
+  }
+  t->extra = extra;
+  t->bytes = 0;
+  t->fixed_s = seconds;
+  t->bound = (uint8_t)bound;
+  return gs_task_submit(t);
+}
+
 /* Streams and events (core/gs_streams.h) are the queue's (sim_queue.h).
  * The queue's devices are the configured ones; a device it does not know
  * (none while reconfiguring) has no streams of its own. */
@@ -625,6 +652,7 @@ static const gs_streams sim_streams = {
   .memcpy_h2d = sim_h2d, .memcpy_d2h = sim_d2h, .memcpy_d2d = sim_d2d,       \
   .synchronize = sim_sync, .streams = &sim_streams,                         \
   .adopt = sim_adopt, .release = sim_release, .host_wait = sim_host_wait,    \
+  .host_ran = sim_host_ran, /* the kernel lab (issue 30) */                  \
   .copy = sim_copy, .fill = sim_fill, .unary = sim_unary, .binary = sim_binary, \
   .reduce = sim_reduce, .softmax = sim_softmax, .gemm = sim_gemm,            \
   .arange = sim_arange, .random = sim_random, .index_select = sim_index_select, \

@@ -20,6 +20,7 @@ void gs_simprof_model(gs_task *t, int id, uint64_t seq) {
   if (end < 0) { t->m0 = -1; return; }
   t->m0 = end - dur;
   t->m1 = end;
+  if (t->fixed_s >= 0) { t->unit = GS_UNIT_FP32 + 1; return; } /* the kernel lab set its bound (issue 30) */
   bool mm = t->ntensors == 3 && strcmp(t->name, "mm") == 0;
   gs_dtype dt = t->ntensors > 0 ? t->x[0].dtype : GS_FLOAT32;
   t->unit = (uint8_t)(gs_gpu_unit_for(m, dt, mm) + 1);

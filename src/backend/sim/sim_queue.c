@@ -377,6 +377,8 @@ gs_task *gs_task_new(int dev, const char *name, gs_task_fn run) {
   t->wseq = 0;
   t->event = NULL;
   t->check_only = false;
+  t->fixed_s = -1;
+  t->nextra = 0;
   return t;
 }
 
@@ -508,6 +510,7 @@ gs_status gs_task_submit_on(gs_task *t, int id, uint64_t *seqp) {
   gs_simclock_submit(t, id, seq); /* its modelled time (issue 29), before the worker may take it */
   if (gs_prof_on() && !t->wseq && !t->event) gs_simprof_model(t, id, seq);
   for (int k = 0; k < t->ntensors; k++) note_use(t->orig[k], t->dev, id, seq);
+  for (int k = 0; k < t->nextra; k++) note_use(t->extra[k], t->dev, id, seq);
   pthread_mutex_lock(&s->lock);
   s->enqueued = seq;
   t->next = NULL;

@@ -81,6 +81,12 @@ struct gs_task {
   uint64_t wseq;
   struct gs_event *event; /* a marker task: stamps the event's time */
   uint64_t wseq_gen;      /* ... if the event's latest record is this one */
+  /* the kernel lab (issue 30): a modelled duration given by the caller
+   * (seconds; < 0: the time model's formula), and buffers past the four
+   * above that the task uses (read at submit only) */
+  double fixed_s;
+  gs_buffer *const *extra;
+  int nextra;
 };
 
 /* (Re)creates n queued devices; each default stream's worker runs its
