@@ -58,9 +58,9 @@ ifeq ($(SANITIZE),1)
   CUDA := 0
 endif
 # ThreadSanitizer. GCC defines __SANITIZE_THREAD__, which turns off the
-# target_clones in src/backend/cpu/cpu_math.h (TSAN's runtime starts before the ifunc
-# resolvers it would need and crashes at start-up) and the header free
-# lists. No CUDA: the simulated devices are what run threads here.
+# header free lists. (The kernels' per-ISA copies stay on: they are picked
+# by a switch, src/backend/cpu/cpu_isa.h, not by target_clones, whose ifunc
+# resolvers ran before TSAN's runtime and crashed it at start-up.) No CUDA: the simulated devices are what run threads here.
 # tools/sanitizer_env.sh sets TSAN_OPTIONS for the specs. Every spec file
 # runs; two things are left out under TSAN, each saying so where it is:
 # the VmRSS bounds of spec/tensor_memory_spec.lua (TSAN's shadow memory

@@ -103,7 +103,7 @@ table=$( {
 } )
 loads=$(awk '$1 ~ /^load_/ { printf "%s%s %s", sep, substr($1, 6), $2; sep = ", " } END { print "" }' "$tmp/all")
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-machine="$(nproc) cores, $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo)"
+machine=$(. bench/machine.sh; bench_machine)
 printf '\n%s\n' "$table"
 mkdir -p "$(dirname "$OUT")"
 {

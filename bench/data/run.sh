@@ -61,7 +61,7 @@ mkdir -p "$(dirname "$OUT")"
   echo "# Data loading: gshell vs torchvision, Fashion-MNIST"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- machine: $(nproc) cores, $(lscpu | grep 'Model name' | sed 's/.*: *//')"
+  echo "- machine: $(. bench/machine.sh; bench_machine)"
   echo "- load average before / after: $load0 / $load1 (other work running at the same time skews the numbers)"
   echo "- gshell: $(git rev-parse --short HEAD 2>/dev/null || echo '?') ($BUILD); best of 5 rounds (gshell) and 2 rounds per num_workers value (PyTorch), wall clock"
   echo

@@ -26,7 +26,7 @@ $MPI -np 2 "$BUILD/gshell" bench/dist/ddp.lua >>"$tmp" || exit 1
 {
   echo "# gshell distributed benchmarks"
   echo
-  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load before: $load, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(. bench/machine.sh; bench_machine), load before: $load, after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   echo '```'
   cat "$tmp"

@@ -19,6 +19,8 @@ else
   echo "compare.sh: no PyTorch column (${small:+small sizes, }python3 ops.py: no CUDA PyTorch here or it failed)"
   : > "$p"
 fi
+echo "host: $(. "$here/../machine.sh"; bench_machine)"
+echo
 echo "| benchmark | gshell | PyTorch | unit | ratio (1 = parity, higher is better) |"
 echo "| --- | --- | --- | --- | --- |"
 awk 'FILENAME == ARGV[1] { v[$1] = $2; next }

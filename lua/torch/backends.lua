@@ -43,4 +43,7 @@ M.cuda.matmul = setmetatable({}, {
   end,
 })
 
+-- torch.backends.cpu: which instruction set the CPU kernels use (issue 32)
+M.cpu = require("torch.backends_cpu")
+
 return M

@@ -85,6 +85,7 @@ void gsL_open_interrupt(lua_State *L); /* lua_interrupt.c: test stand-ins for Ct
 void gsL_open_stream(lua_State *L);   /* lua_stream.c: torch._stream */
 void gsL_open_prof(lua_State *L);      /* lua_prof.c: torch._prof, the profiler's recorder */
 void gsL_open_conv(lua_State *L);      /* lua_conv.c: torch._conv, torch._conv_col_cap (convolution) */
+void gsL_open_cpu(lua_State *L);       /* lua_cpu.c: the CPU kernels' instruction set (issue 32) */
 void gsL_open_pool(lua_State *L);      /* lua_pool.c: torch._pool2d, _batch_norm, ... (issue 20) */
 /* data sets (issue 21): */
 void gsL_open_image(lua_State *L);     /* lua_image.c: torch._read_idx, _resize_bilinear */

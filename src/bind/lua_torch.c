@@ -98,6 +98,7 @@ int luaopen_torch(lua_State *L) {
   gsL_open_stream(L);
   gsL_open_prof(L);
   gsL_open_conv(L); /* convolution */
+  gsL_open_cpu(L); /* the CPU kernels' instruction set (issue 32) */
   gsL_open_pool(L); /* issue 20: pooling, batch norm, interpolate, pad */
   gsL_open_image(L); /* data sets (issue 21) */
   gsL_open_picture(L); /* d2l pictures */

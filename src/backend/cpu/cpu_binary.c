@@ -6,6 +6,7 @@
 #include <math.h>
 #include "backend/cpu/cpu_binary.h"
 #include "backend/cpu/cpu_iter.h"
+#include "backend/cpu/cpu_isa.h" /* a copy of each loop per instruction set */
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_elemmath.h"
 
@@ -28,7 +29,7 @@ static inline int64_t i_mul(int64_t a, int64_t b) { return (int64_t)(U64(a) * U6
 
 /* One inner loop: out[i] = EXPR(a[i], b[i]) with the three layouts. */
 #define LOOP(NAME, TA, TO, EXPR)                                                   \
-  GS_VECTOR_CLONES static void NAME(char **d, const int64_t *s, int64_t n, void *vctx) {          \
+  GS_ISA_INLINE static void NAME##_impl(char **d, const int64_t *s, int64_t n, void *vctx) {       \
     bin_ctx *ctx = vctx; (void)ctx;                                                \
     TO *restrict o = (TO *)d[0];                                                   \
     const TA *restrict pa = (const TA *)d[1], *restrict pb = (const TA *)d[2];     \
@@ -46,7 +47,8 @@ static inline int64_t i_mul(int64_t a, int64_t b) { return (int64_t)(U64(a) * U6
         TA a = *(const TA *)qa, b = *(const TA *)qb; *(TO *)po = (TO)(EXPR);       \
       }                                                                            \
     }                                                                              \
-  }
+  }                                                                                \
+  GS_ISA_VOID(NAME, (char **d, const int64_t *s, int64_t n, void *vctx), (d, s, n, vctx))
 
 /* float kernels for one type */
 #define FLOAT_LOOPS(T, S)                                                \

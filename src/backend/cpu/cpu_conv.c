@@ -7,6 +7,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_conv.h"
 #include "core/gs_parallel.h"
+#include "backend/cpu/cpu_isa.h" /* a copy of the loops per instruction set */
 
 typedef struct {
   const gs_conv_geom *g;
@@ -34,7 +35,7 @@ static void valid_range(int64_t n_out, int64_t s, int64_t off, int64_t size, int
  * sample); a row is oh lines of ow values, each line one input row read
  * at stride sw (a memcpy when sw == 1), padding written as zeros. */
 #define IM2COL_ROWS(T)                                                                           \
-  static void im2col_rows_##T(int64_t begin, int64_t end, void *ctx) {                          \
+  GS_ISA_INLINE static void im2col_rows_##T##_impl(int64_t begin, int64_t end, void *ctx) {      \
     conv_job *j = ctx;                                                                           \
     const gs_conv_geom *g = j->g;                                                                \
     int64_t L = g->oh * g->ow, kk = g->kh * g->kw;                                               \
@@ -55,7 +56,8 @@ static void valid_range(int64_t n_out, int64_t s, int64_t off, int64_t size, int
         for (int64_t ox = hi; ox < g->ow; ox++) dst[ox] = 0;                                     \
       }                                                                                          \
     }                                                                                            \
-  }
+  }                                                                                              \
+  GS_ISA_VOID(im2col_rows_##T, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 IM2COL_ROWS(float)
 IM2COL_ROWS(double)
 
@@ -73,7 +75,7 @@ gs_status gs_cpu_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *
  * in (i, jj) order, the order the CUDA kernel's per-element gather uses,
  * so both give the same sums. */
 #define COL2IM_PLANES(T)                                                                         \
-  static void col2im_planes_##T(int64_t begin, int64_t end, void *ctx) {                        \
+  GS_ISA_INLINE static void col2im_planes_##T##_impl(int64_t begin, int64_t end, void *ctx) {    \
     conv_job *j = ctx;                                                                           \
     const gs_conv_geom *g = j->g;                                                                \
     int64_t L = g->oh * g->ow;                                                                   \
@@ -96,7 +98,8 @@ gs_status gs_cpu_im2col(gs_tensor *col, const gs_tensor *x, const gs_conv_geom *
           }                                                                                      \
         }                                                                                        \
     }                                                                                            \
-  }
+  }                                                                                              \
+  GS_ISA_VOID(col2im_planes_##T, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 COL2IM_PLANES(float)
 COL2IM_PLANES(double)
 

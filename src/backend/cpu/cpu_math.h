@@ -6,14 +6,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* x86 runs these loops with SSE2 by default; GCC also builds an AVX2
- * copy and picks it at load time on CPUs that have it. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define GS_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define GS_VECTOR_CLONES
-#endif
-
 static inline float gs_bits_to_float(int32_t b) {
   union { int32_t i; float f; } u = {b};
   return u.f;

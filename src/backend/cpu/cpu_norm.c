@@ -7,6 +7,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_norm.h"
 #include "core/gs_parallel.h"
+#include "backend/cpu/cpu_isa.h" /* a copy of the elementwise loop per instruction set */
 
 /* x [N, C, S] as the kernels see it */
 typedef struct { int64_t n, c, s; } ncs;
@@ -107,11 +108,13 @@ gs_status gs_cpu_bn_reduce(gs_tensor *sums, const gs_tensor *gy, const gs_tensor
     }                                                                           \
   } while (0)
 
-static void elemt_range(int64_t r0, int64_t r1, void *ctx) {
+GS_ISA_INLINE static void elemt_range_impl(int64_t r0, int64_t r1, void *ctx) {
   job *j = ctx;
   if (j->dbl) ELEMT_LOOP(double);
   else ELEMT_LOOP(float);
 }
+/* (the sums above are one double chain each: no vector copy would change them) */
+GS_ISA_VOID(elemt_range, (int64_t r0, int64_t r1, void *ctx), (r0, r1, ctx))
 
 gs_status gs_cpu_bn_elemt(gs_tensor *out, const gs_tensor *a, const gs_tensor *x, const gs_tensor *k) {
   job j = {layout(x), x->dtype == GS_FLOAT64, gs_tensor_ptr(out), a ? gs_tensor_ptr(a) : NULL, gs_tensor_ptr(x),

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_pool.h"
 #include "core/gs_parallel.h"
+#include "backend/cpu/cpu_isa.h" /* a copy of the loops per instruction set */
 
 /* The window of output position i along rows (or columns): cells
  * [*a, *b) stepping *step, clipped to the plane (gs_pool2d_params). */
@@ -76,7 +77,7 @@ typedef struct {
   bool dbl, backward;
 } job;
 
-static void pool_range(int64_t p0, int64_t p1, void *ctx) {
+GS_ISA_INLINE static void pool_range_impl(int64_t p0, int64_t p1, void *ctx) {
   job *j = ctx;
   int64_t *am = j->backward ? (j->aux ? (int64_t *)gs_tensor_ptr(j->aux) : NULL)
                             : (j->idx ? (int64_t *)gs_tensor_ptr(j->idx) : NULL);
@@ -90,6 +91,7 @@ static void pool_range(int64_t p0, int64_t p1, void *ctx) {
     else pool_fwd_f32(j->p, o, am, x, p0, p1);
   }
 }
+GS_ISA_VOID(pool_range, (int64_t p0, int64_t p1, void *ctx), (p0, p1, ctx))
 
 static int64_t window_cells(const gs_pool2d_params *p) {
   if (p->kind == GS_POOL_MAX || p->kind == GS_POOL_AVG) return (int64_t)p->kh * p->kw;
@@ -107,7 +109,7 @@ gs_status gs_cpu_pool2d_backward(const gs_pool2d_params *p, gs_tensor *gx, const
   return gs_parallel_for(p->planes, p->planes * (p->h * p->w + p->oh * p->ow * window_cells(p)), pool_range, &j);
 }
 
-static void resize_range(int64_t p0, int64_t p1, void *ctx) {
+GS_ISA_INLINE static void resize_range_impl(int64_t p0, int64_t p1, void *ctx) {
   job *j = ctx;
   void *o = gs_tensor_ptr(j->out);
   const void *x = gs_tensor_ptr(j->in);
@@ -119,6 +121,7 @@ static void resize_range(int64_t p0, int64_t p1, void *ctx) {
     else resize_fwd_f32(j->tab, o, x, p0, p1);
   }
 }
+GS_ISA_VOID(resize_range, (int64_t p0, int64_t p1, void *ctx), (p0, p1, ctx))
 
 /* Builds the row and column tables (one allocation), then runs the job. */
 static gs_status resize_run(const gs_resize_params *p, gs_tensor *out, const gs_tensor *in, bool backward) {

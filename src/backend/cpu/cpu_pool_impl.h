@@ -3,7 +3,8 @@
  * (the name with the type's suffix) defined. Every function handles the
  * planes [p0, p1) of a job, so the caller splits planes over threads; a
  * plane is written by one thread only, which keeps the backward passes
- * (scatters inside a plane) deterministic. */
+ * (scatters inside a plane) deterministic. The loops are inlined into
+ * cpu_pool.c's copy per instruction set (cpu_isa.h). */
 
 /* ---- pooling ---- */
 
@@ -15,7 +16,7 @@
  * first cell starts as the best: the same as starting from -inf with it
  * as the index, whatever its value. (The op layer always asks max
  * pooling for its indices; without them the general loop runs.) */
-static bool FN(pool_max2x2)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0,
+GS_ISA_INLINE static bool FN(pool_max2x2)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0,
                             int64_t p1) {
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
   if (!argmax || p->kind != GS_POOL_MAX || p->kh != 2 || p->kw != 2 || p->sh != 2 || p->sw != 2 || p->ph != 0 ||
@@ -51,7 +52,7 @@ static bool FN(pool_max2x2)(const gs_pool2d_params *p, T *out, int64_t *argmax, 
 }
 
 /* out/argmax [planes, oh, ow] from x [planes, h, w] (argmax may be NULL) */
-static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0, int64_t p1) {
+GS_ISA_INLINE static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, const T *x, int64_t p0, int64_t p1) {
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
   if (FN(pool_max2x2)(p, out, argmax, x, p0, p1)) return;
   for (int64_t pl = p0; pl < p1; pl++) {
@@ -90,7 +91,7 @@ static void FN(pool_fwd)(const gs_pool2d_params *p, T *out, int64_t *argmax, con
 
 /* gx [planes, h, w] from gy [planes, oh, ow]: each output's gradient goes
  * to its argmax cell (max) or is spread over its window (avg) */
-static void FN(pool_bwd)(const gs_pool2d_params *p, T *gx, const T *gy, const int64_t *argmax, int64_t p0,
+GS_ISA_INLINE static void FN(pool_bwd)(const gs_pool2d_params *p, T *gx, const T *gy, const int64_t *argmax, int64_t p0,
                          int64_t p1) {
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
   for (int64_t pl = p0; pl < p1; pl++) {
@@ -152,7 +153,7 @@ typedef struct {
   const T *rl, *cl;
 } FN(resize_tab);
 
-static void FN(resize_fwd)(const FN(resize_tab) *t, T *out, const T *x, int64_t p0, int64_t p1) {
+GS_ISA_INLINE static void FN(resize_fwd)(const FN(resize_tab) *t, T *out, const T *x, int64_t p0, int64_t p1) {
   const gs_resize_params *p = t->p;
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
   for (int64_t pl = p0; pl < p1; pl++) {
@@ -175,7 +176,7 @@ static void FN(resize_fwd)(const FN(resize_tab) *t, T *out, const T *x, int64_t 
   }
 }
 
-static void FN(resize_bwd)(const FN(resize_tab) *t, T *gx, const T *gy, int64_t p0, int64_t p1) {
+GS_ISA_INLINE static void FN(resize_bwd)(const FN(resize_tab) *t, T *gx, const T *gy, int64_t p0, int64_t p1) {
   const gs_resize_params *p = t->p;
   const int64_t h = p->h, w = p->w, oh = p->oh, ow = p->ow;
   for (int64_t pl = p0; pl < p1; pl++) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_reduce.h"
 #include "backend/cpu/cpu_iter.h" /* GS_PARALLEL_GRAIN */
+#include "backend/cpu/cpu_isa.h" /* a copy of the vector loops per instruction set */
 #include "backend/cpu/cpu_math.h"
 #include "core/gs_parallel.h"
 
@@ -56,7 +57,7 @@ static inline void prefetch_ahead(const void *p, int64_t offset) {
  * and most of the work stays in float, so the loop keeps up with data
  * already in cache. (Sequential float lanes were biased: a million
  * float32 0.1s came out 2 ulps off; blocks of 4096 were 20 ulps off.) */
-GS_VECTOR_CLONES static double sum_f32(const float *p, int64_t n) {
+GS_ISA_INLINE static double sum_f32_impl(const float *p, int64_t n) {
   v8d d0 = {0}, d1 = {0}; /* double lanes 0-7 and 8-15 */
   int64_t i = 0;
   for (; i + 256 <= n; i += 256) {
@@ -73,6 +74,7 @@ GS_VECTOR_CLONES static double sum_f32(const float *p, int64_t n) {
   for (; i < n; i++) total += p[i];
   return total;
 }
+GS_ISA_FN(double, sum_f32, (const float *p, int64_t n), (p, n))
 
 static double sum_f64(const double *p, int64_t n) {
   double acc[8] = {0}, total = 0;
@@ -126,7 +128,7 @@ static gs_status sum_all(const gs_tensor *x, double *total) {
  * element (0.3-0.8 GB/s on [4096, 4096] along dim 1, PyTorch 8-20). */
 #define COL_TILE 1024
 
-GS_VECTOR_CLONES static void sum_cols_f32(const float *p, int64_t r, int64_t inner, int64_t w, float *out) {
+GS_ISA_INLINE static void sum_cols_f32_impl(const float *p, int64_t r, int64_t inner, int64_t w, float *out) {
   double acc[COL_TILE];
   for (int64_t k = 0; k < w; k++) acc[k] = 0;
   int64_t i = 0;
@@ -142,14 +144,16 @@ GS_VECTOR_CLONES static void sum_cols_f32(const float *p, int64_t r, int64_t inn
     for (int64_t k = 0; k < w; k++) acc[k] += p[i * inner + k];
   for (int64_t k = 0; k < w; k++) out[k] = (float)acc[k];
 }
+GS_ISA_VOID(sum_cols_f32, (const float *p, int64_t r, int64_t inner, int64_t w, float *out), (p, r, inner, w, out))
 
-GS_VECTOR_CLONES static void sum_cols_f64(const double *p, int64_t r, int64_t inner, int64_t w, double *out) {
+GS_ISA_INLINE static void sum_cols_f64_impl(const double *p, int64_t r, int64_t inner, int64_t w, double *out) {
   double acc[COL_TILE];
   for (int64_t k = 0; k < w; k++) acc[k] = 0;
   for (int64_t i = 0; i < r; i++)
     for (int64_t k = 0; k < w; k++) acc[k] += p[i * inner + k];
   for (int64_t k = 0; k < w; k++) out[k] = acc[k];
 }
+GS_ISA_VOID(sum_cols_f64, (const double *p, int64_t r, int64_t inner, int64_t w, double *out), (p, r, inner, w, out))
 
 /* Tiles of at most COL_TILE columns (inner > 1), narrower (down to 16)
  * when there are too few tiles to give every thread two. */
@@ -313,7 +317,7 @@ typedef int64_t v4l __attribute__((vector_size(32)));
 typedef double v4dl __attribute__((vector_size(32), aligned(8), may_alias));
 typedef int64_t v4ll __attribute__((vector_size(32), aligned(8), may_alias));
 #define BLOCK_EXTREME(T, VT, VL, MT, W, NAME, BETTER)                                             \
-  GS_VECTOR_CLONES static bool NAME(const T *p, int64_t n, T *ext) { /* n >= W; true: a NaN */   \
+  GS_ISA_INLINE static bool NAME##_impl(const T *p, int64_t n, T *ext) { /* n >= W; true: NaN */ \
     VT m; memcpy(&m, p, sizeof m);                                                                \
     MT nan = {0};                                                                                 \
     int64_t i = 0;                                                                                \
@@ -328,7 +332,8 @@ typedef int64_t v4ll __attribute__((vector_size(32), aligned(8), may_alias));
     for (; i < n; i++) { T v = p[i]; e = BETTER(v, e) ? v : e; any |= v != v; }                   \
     *ext = e;                                                                                     \
     return any;                                                                                   \
-  }
+  }                                                                                               \
+  GS_ISA_FN(bool, NAME, (const T *p, int64_t n, T *ext), (p, n, ext))
 #define GT(a, b) ((a) > (b))
 #define LT(a, b) ((a) < (b))
 BLOCK_EXTREME(float, v8f, v8f, v8i, 8, bmax_f32, GT)
@@ -431,7 +436,7 @@ gs_status gs_cpu_reduce(gs_reduce_op op, gs_tensor *out, gs_tensor *idx, const g
  * scales it: the same values as the strided loops, which evaluate the
  * scalar exp twice (a [128, 32, 32] float32 softmax took 2.3 ms that way,
  * ten times an exp of the same tensor). The rows are inlined into
- * softmax_rows, which is compiled for AVX2 too (GS_VECTOR_CLONES). */
+ * softmax_rows, which has a copy per instruction set (cpu_isa.h). */
 #define SOFTMAX_ROW(T, NAME, EXP, LOG)                                            \
   static inline __attribute__((always_inline)) void NAME(T *restrict o, const T *restrict x, int64_t r, \
                                                           int64_t inner, bool take_log) {  \
@@ -457,7 +462,7 @@ SOFTMAX_ROW(double, softmax_row_f64, exp, log)
 
 typedef struct { int64_t r, inner; bool f32, log; char *ob; const char *xb; } softmax_job;
 
-GS_VECTOR_CLONES static void softmax_rows(int64_t begin, int64_t end, void *arg) {
+GS_ISA_INLINE static void softmax_rows_impl(int64_t begin, int64_t end, void *arg) {
   const softmax_job *j = arg;
   for (int64_t c = begin; c < end; c++) {
     int64_t o = c / j->inner, k = c % j->inner, off = o * j->r * j->inner + k;
@@ -465,6 +470,7 @@ GS_VECTOR_CLONES static void softmax_rows(int64_t begin, int64_t end, void *arg)
     else softmax_row_f64((double *)j->ob + off, (const double *)j->xb + off, j->r, j->inner, j->log);
   }
 }
+GS_ISA_VOID(softmax_rows, (int64_t begin, int64_t end, void *arg), (begin, end, arg))
 
 gs_status gs_cpu_softmax(gs_tensor *out, const gs_tensor *x, int dim, bool log) {
   int64_t outer, r, inner;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_unary.h"
 #include "backend/cpu/cpu_iter.h"
+#include "backend/cpu/cpu_isa.h" /* a copy of each loop per instruction set */
 #include "backend/cpu/cpu_math.h"
 
 /* PyTorch's sign: (0 < x) - (x < 0), so sign(NaN) and sign(-0.0) are 0 */
@@ -12,7 +13,7 @@ static inline double sgn(double x) { return (x > 0) - (x < 0); }
 typedef struct { double lo, hi; } un_ctx;
 
 #define ULOOP(NAME, T, TO, EXPR)                                              \
-  GS_VECTOR_CLONES static void NAME(char **d, const int64_t *s, int64_t n, void *vctx) {     \
+  GS_ISA_INLINE static void NAME##_impl(char **d, const int64_t *s, int64_t n, void *vctx) { \
     const un_ctx *ctx = vctx; (void)ctx;                                      \
     if (s[0] == sizeof(TO) && s[1] == sizeof(T)) {                            \
       TO *restrict o = (TO *)d[0]; const T *restrict p = (const T *)d[1];     \
@@ -23,7 +24,8 @@ typedef struct { double lo, hi; } un_ctx;
         T x = *(const T *)q; *(TO *)po = (TO)(EXPR);                          \
       }                                                                       \
     }                                                                         \
-  }
+  }                                                                           \
+  GS_ISA_VOID(NAME, (char **d, const int64_t *s, int64_t n, void *vctx), (d, s, n, vctx))
 
 /* clamp with NaN bounds meaning "no bound"; NaN inputs stay NaN. As in
  * PyTorch it is min(max(x, lo), hi): when lo > hi every value becomes hi

@@ -32,7 +32,7 @@
 #include <string.h>
 #include "backend/cpu/cpu_winograd.h"
 #include "core/gs_parallel.h"
-#include "backend/cpu/cpu_math.h" /* GS_VECTOR_CLONES */
+#include "backend/cpu/cpu_isa.h" /* a copy of each transform per instruction set */
 
 /* The transformed buffers (V and M) of one chunk stay under this many
  * bytes: big enough for long products, small enough to stay in L2/L3
@@ -98,7 +98,7 @@ typedef struct {
  * the compiler vectorizes (kernel by kernel, unvectorized, this was 16% of
  * the 512-channel 4x4 layer's step). */
 #define WT_SEG 128
-GS_VECTOR_CLONES static void weight_tf(int64_t begin, int64_t end, void *ctx) {
+GS_ISA_INLINE static void weight_tf_impl(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t us = j->Co * j->Ci;
   float g[9][WT_SEG], t[12][WT_SEG];
@@ -129,6 +129,7 @@ GS_VECTOR_CLONES static void weight_tf(int64_t begin, int64_t end, void *ctx) {
     }
   }
 }
+GS_ISA_VOID(weight_tf, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 
 /* ---- the input: V[xi][c][t] for each tile t of plane (sample, c).
  * A tile row is done in segments of up to SEG tiles: the segment's 4
@@ -138,7 +139,7 @@ GS_VECTOR_CLONES static void weight_tf(int64_t begin, int64_t end, void *ctx) {
  * memory or stride 2, which the compiler vectorizes. */
 #define SEG 128
 #define SEG_W (2 * SEG + 2)
-GS_VECTOR_CLONES static void input_tf(int64_t begin, int64_t end, void *ctx) {
+GS_ISA_INLINE static void input_tf_impl(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t T = j->th * j->tw, xs = j->Ci * j->Tc;
   float line[4][SEG_W], t[4][SEG_W];
@@ -183,6 +184,7 @@ GS_VECTOR_CLONES static void input_tf(int64_t begin, int64_t end, void *ctx) {
       }
   }
 }
+GS_ISA_VOID(input_tf, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 
 /* ---- the products, one position xi per unit of work */
 static void product_fwd(int64_t xi, void *ctx) {
@@ -219,7 +221,7 @@ static inline void output_tile(const wino_job *j, const float *mt, int64_t ms, f
   }
 }
 
-GS_VECTOR_CLONES static void output_tf(int64_t begin, int64_t end, void *ctx) {
+GS_ISA_INLINE static void output_tf_impl(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t T = j->th * j->tw, ms = j->Co * j->Tc, full_x = j->ow / 2, full_y = j->oh / 2;
   float t[8][SEG];
@@ -252,6 +254,7 @@ GS_VECTOR_CLONES static void output_tf(int64_t begin, int64_t end, void *ctx) {
     }
   }
 }
+GS_ISA_VOID(output_tf, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 
 /* ---- the output gradient: dM[xi][o][t] = (A dY A^T)[xi] of each 2x2
  * tile of gy plane (sample, o), 0 past the output's edge. As the output
@@ -271,7 +274,7 @@ static inline void grad_out_tile(const float *g, int64_t ow, bool two_rows, bool
   }
 }
 
-GS_VECTOR_CLONES static void grad_out_tf(int64_t begin, int64_t end, void *ctx) {
+GS_ISA_INLINE static void grad_out_tf_impl(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   int64_t T = j->th * j->tw, ms = j->Co * j->Tc, full_x = j->ow / 2, full_y = j->oh / 2;
   float r[8][SEG];
@@ -304,9 +307,10 @@ GS_VECTOR_CLONES static void grad_out_tf(int64_t begin, int64_t end, void *ctx) 
     }
   }
 }
+GS_ISA_VOID(grad_out_tf, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 
 /* ---- gw[o][i] = G^T dU[.][o][i] G */
-GS_VECTOR_CLONES static void weight_grad_tf(int64_t begin, int64_t end, void *ctx) {
+GS_ISA_INLINE static void weight_grad_tf_impl(int64_t begin, int64_t end, void *ctx) {
   wino_job *j = ctx;
   for (int64_t r = begin; r < end; r++) {
     int64_t o = r / j->Ci, i = r % j->Ci;
@@ -326,6 +330,7 @@ GS_VECTOR_CLONES static void weight_grad_tf(int64_t begin, int64_t end, void *ct
     }
   }
 }
+GS_ISA_VOID(weight_grad_tf, (int64_t begin, int64_t end, void *ctx), (begin, end, ctx))
 
 /* Samples per chunk: V and M under WINO_CHUNK_BYTES, at least one. */
 static int64_t chunk_samples(int64_t N, int64_t Ci, int64_t Co, int64_t T) {
