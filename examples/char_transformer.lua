@@ -21,9 +21,10 @@
 -- every device (the same numbers: one seed, the same arithmetic), and
 -- "the program of the work the work is the work any an"; on the cpu 9 s,
 -- 20700 tokens/sec; on one simulated V100 103500 tokens/sec modelled; on
--- two with `dp` 63100 (slower: at this size each GPU's step is mostly
--- kernel launches, and DataParallel adds copying the parameters to the
--- second GPU and splitting and gathering the batch every step).
+-- two with `dp` 63100 (slower: at this size the host's queuing of many
+-- tiny kernels decides a step, two GPUs need twice the kernels queued, and
+-- DataParallel adds copying the parameters to the second GPU and splitting
+-- and gathering the batch every step; docs/book-numbers.md, LeNet).
 -- With GSHELL_EXAMPLE_QUICK=1 (or `quick`) the short mode the specs run:
 -- 1500 characters, 32 features, 2 heads, 16 steps, batch 16, 3 epochs, the
 -- perplexity from 20.8 to 12.4 (a uniform guess is 28, the vocabulary).
