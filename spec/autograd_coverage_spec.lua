@@ -65,6 +65,8 @@ local GRAD = {
   where = function()
     gradcheck(function(a, b) return a:where(torch.tensor({ true, false, true }), b) end, { any(2, 3), any(3) })
   end,
+  triu = function() gradcheck(function(x) return x:triu(1) end, { any(2, 3, 4) }) end,
+  tril = function() gradcheck(function(x) return x:tril(-1) end, { any(4, 3) }) end,
   log = function() gradcheck(function(x) return x:log() end, { pos(3) }) end,
   log1p = function() gradcheck(function(x) return x:log1p() end, { pos(3) }) end,
   log_softmax = function() gradcheck(function(x) return x:log_softmax(2) end, { any(2, 3) }) end,

@@ -95,6 +95,11 @@ local OPS = {
   { "repeat_interleave", function(d)
       return d.A:repeat_interleave(2, 1), d.A:repeat_interleave(torch.tensor({ 1, 0, 2 }, { device = d.dev }), 2)
     end },
+  { "triu", function(d)
+      local x = d.M1:clone()
+      x:tril_(-1)
+      return d.BA:triu(1), d.M1:tril(), d.L:triu(), x, d.I:clone():triu_(1)
+    end, covers = { "tril", "triu_", "tril_" } },
   { "mask x[mask], x[mask] = v", function(d)
       local x = d.A:clone()
       x[d.A:gt(0)] = 0

@@ -113,6 +113,17 @@ describe("examples/", function()
       assert.are.equal(dev ~= "cpu", has(out, " modelled on a "), out)
       assert.truthy(out:find("\ntime traveller[^\n]+\ntraveller"), out)
     end,
+    ["char_transformer.lua"] = function(out, dev)
+      -- the chart's line each epoch, the closing line, a sample from the prefix
+      local first = tonumber(out:match("\nepoch 1: train ([%d.]+)\n"))
+      local last = tonumber(out:match("\nperplexity ([%d.]+), [%d.]+ tokens/sec on " .. dev:gsub("%p", "%%%0")))
+      assert.truthy(first and last, out)
+      assert.truthy(last < first * 0.9, "the perplexity did not fall:\n" .. out)
+      -- d2l.timing_note's words: " (modelled on a Tesla V100-SXM2-16GB)"
+      assert.are.equal(dev ~= "cpu", has(out, "(modelled on a "), out)
+      assert.truthy(has(out, "training on " .. dev .. "\n"), out)
+      assert.truthy(out:find("\nthe program[a-z ]+\n"), out)
+    end,
     ["timing.lua"] = function(out, dev)
       -- the gpu rows' words: modelled on the V100, not "not a GPU's speed"
       if dev ~= "cpu" then
@@ -191,6 +202,38 @@ describe("examples/", function()
     -- without a GPU nothing waits, so nothing is reported
     local _, cpu_err = R.run({ path, "20" }, "", CPU_ONLY)
     assert.are.equal("", cpu_err)
+  end)
+
+  -- The transformer on both GPUs through nn.DataParallel: each batch split
+  -- in two, the same arithmetic as on one device, so the same perplexities
+  -- (within rounding: each half's products are summed in another order).
+  -- Three short runs; TSAN sees DataParallel's two devices in dataparallel_spec
+  -- and this example's one-device run above.
+  local dp_it = H.not_under_tsan_it(it, pending, "three runs of the example; DataParallel runs under TSAN in dataparallel_spec")
+  dp_it("char_transformer.lua dp: nn.DataParallel on two simulated GPUs trains as one device does", function()
+    local path = "examples/char_transformer.lua"
+    local out, err, code = R.run({ path, "dp" }, "", TWO_SIM)
+    assert.are.equal(0, code, out .. err)
+    assert.are.equal("", err)
+    assert.truthy(has(out, "training on [cuda:0, cuda:1] (nn.DataParallel)\n"), out)
+    local dp_last = tonumber(out:match("\nperplexity ([%d.]+), [%d.]+ tokens/sec on %[cuda:0, cuda:1%] "
+      .. "%(modelled on a Tesla V100%-SXM2%-16GB%); computing it here ran at [%d.]+ tokens/sec\n"))
+    assert.truthy(dp_last, out)
+    local one = R.run({ path }, "", TWO_SIM)
+    local function epochs(s)
+      local r = {}
+      for v in s:gmatch("\nepoch %d+: train ([%d.]+)") do r[#r + 1] = tonumber(v) end
+      return r
+    end
+    local a, b = epochs(out), epochs(one)
+    assert.are.equal(3, #a, out)
+    assert.are.equal(#a, #b, one)
+    for i = 1, #a do assert.is_true(math.abs(a[i] - b[i]) <= 1e-3 * b[i], out .. "\n" .. one) end
+    assert.truthy(a[#a] < a[1] * 0.9, out)
+    -- without a GPU the dp run says so and trains on the cpu
+    local cpu = R.run({ path, "dp" }, "", CPU_ONLY)
+    assert.truthy(has(cpu, "no GPU: DataParallel would call the model on the cpu; running on the cpu\n"), cpu)
+    assert.truthy(cpu:find("\nperplexity [%d.]+, [%d.]+ tokens/sec on cpu\n"), cpu)
   end)
 
   it("dataparallel_splits.lua: 30 -> 10/10/10 and 10 -> 4/4/2 on three GPUs", function()

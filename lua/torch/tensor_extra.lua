@@ -2,7 +2,8 @@
 -- autograd and every device come with them (issue 31): torch.normal,
 -- tile and repeat (registered as the method "repeat", since x:repeat(...)
 -- does not parse: x['repeat'](x, 2, 3), or x:tile(2, 3)), torch.where,
--- masked_fill(_), repeat_interleave, and boolean-mask indexing
+-- masked_fill(_), repeat_interleave, triu and tril (triu_, tril_), and
+-- boolean-mask indexing
 -- (x[mask], x[mask] = v: the C __index/__newindex call the functions this
 -- file leaves in the Lua registry).
 -- Each is a method and, through init.lua, a torch.<name> function.
@@ -203,7 +204,8 @@ function torch.where(cond, x, y)
   local n = 1
   for i = 1, #shape do n = n * shape[i] end
   local pair = torch.stack({ yt:expand(shape):reshape(-1), xt:expand(shape):reshape(-1) }, 2):reshape(-1)
-  local idx = torch.arange(1, 2 * n, 2, { device = dev }) + cond:expand(shape):reshape(-1):long()
+  -- 1, 3, ..., 2n - 1 (the end 2n + 1, not 2n: arange(1, 0, 2) is an error, an empty result is not)
+  local idx = torch.arange(1, 2 * n + 1, 2, { device = dev }) + cond:expand(shape):reshape(-1):long()
   return pair:index_select(1, idx):reshape(shape)
 end
 M.where = function(x, cond, y) return torch.where(cond, x, y) end -- x:where(cond, y), as PyTorch
@@ -285,6 +287,40 @@ function M.repeat_interleave(x, repeats, dim)
   end
   return x:index_select(dim, torch.tensor(idx, { dtype = torch.int64, device = x.device }))
 end
+
+-- ------------------------------------------------------------- triu, tril
+
+-- triu(x[, diagonal = 0]) and tril: x with the elements below (triu) or
+-- above (tril) a diagonal of its last two dims set to zero, batched over
+-- the others. diagonal is PyTorch's offset, not a position: 0 is the main
+-- diagonal, 1 the one above it, -1 the one below, so a causal attention
+-- mask reads as PyTorch's, torch.ones(T, T, {dtype = torch.bool}):triu(1).
+-- Zeroes are chosen with where (no multiplication), so NaN and infinities
+-- kept stay as they are and the gradient is 1 on the kept part, 0 elsewhere.
+local function triangle(who, upper, x, diagonal)
+  errors.check_tensor(x, "tensor", who)
+  if type(diagonal) == "table" and not is_tensor(diagonal) then
+    errors.check_options(diagonal, who, { "diagonal" })
+    diagonal = diagonal.diagonal
+  end
+  if diagonal == nil then diagonal = 0 end
+  if math.type(diagonal) ~= "integer" then
+    fail(("%s(diagonal): diagonal must be an integer offset (0 the main diagonal, 1 above it), got %s")
+      :format(who, describe(diagonal)))
+  end
+  if x:dim() < 2 then fail(("%s: input tensor must have at least 2 dimensions"):format(who:gsub("_$", ""))) end
+  local n, m = x:size(x:dim() - 1), x:size(x:dim())
+  local dev = x.device
+  -- each element's column minus its row: which diagonal it lies on
+  local offset = torch.arange(m, { device = dev }):reshape(1, m) - torch.arange(n, { device = dev }):reshape(n, 1)
+  local keep = upper and offset:ge(diagonal) or offset:le(diagonal)
+  return torch.where(keep, x, torch.zeros({}, { dtype = x.dtype, device = dev }))
+end
+
+function M.triu(x, diagonal) return triangle("triu", true, x, diagonal) end
+function M.tril(x, diagonal) return triangle("tril", false, x, diagonal) end
+function M.triu_(x, diagonal) return x:copy_(triangle("triu_", true, x, diagonal)) end
+function M.tril_(x, diagonal) return x:copy_(triangle("tril_", false, x, diagonal)) end
 
 -- --------------------------------------------------- boolean-mask indexing
 
