@@ -157,6 +157,21 @@ local function run(k, grid, block, args, arrays, m)
   local gsec, sgrp = {}, {} -- this block's access groups: (k-th access, warp) -> sectors / banks
   local ebase = 0           -- barrier intervals passed in this block, times 2048
   local atom = {}           -- proxy -> its atomic operation
+  -- The first block's accesses, thread by thread, for r:picture()
+  -- (kernel_lab_picture.lua): trace[tid] = {keys = {"r a", ...}, ["r a"] =
+  -- {indices..., n = accesses}}. Only while the first block runs, so a
+  -- launch of many blocks pays one upvalue test per access after it.
+  local TRACE_CAP = 4096 -- indices kept per thread and array (the count goes on)
+  local trace = {}
+  local function rec(kind, name, i)
+    local t = trace[tid]
+    if not t then t = { keys = {} }; trace[tid] = t end
+    local key = kind .. " " .. name
+    local l = t[key]
+    if not l then l = { n = 0 }; t[key] = l; t.keys[#t.keys + 1] = key end
+    l.n = l.n + 1
+    if l.n <= TRACE_CAP then l[l.n] = i end
+  end
 
   local function where() return string.format("block (%d,%d,%d), thread %s", bx, by, bz, thread_str(tid, bdx, bdy)) end
   local function index_of(i, what, n, lvl)
@@ -199,6 +214,7 @@ local function run(k, grid, block, args, arrays, m)
         if not s then s = {}; gsec[g] = s end
         local key = akey + (i * size) // SECTOR
         if not s[key] then s[key] = true; nsectors = nsectors + 1 end
+        if trace then rec("r", a.name, i) end
         return data[i]
       end,
       __newindex = function(_, i, v)
@@ -209,6 +225,7 @@ local function run(k, grid, block, args, arrays, m)
         end
         gwrites = gwrites + 1
         touch(i)
+        if trace then rec("w", a.name, i) end
         data[i] = x
         a.written = true
       end,
@@ -222,6 +239,7 @@ local function run(k, grid, block, args, arrays, m)
       if x == nil then error(string.format("cannot store the atomic's result in %s, %s)", what, a.dtype), 3) end
       greads, gwrites, natomics = greads + 1, gwrites + 1, natomics + 1
       touch(i)
+      if trace then rec("a", a.name, i) end
       data[i] = x
       a.written = true
       return old
@@ -258,6 +276,7 @@ local function run(k, grid, block, args, arrays, m)
     local off = smem_top
     smem_top = smem_top + ((n * size + 15) // 16) * 16
     local what = string.format("shared array %d (%s", no, dt)
+    local pname = no == 1 and "shared" or "shared" .. no -- in r:picture()
     local function other(t) return thread_str(t, bdx, bdy) end
     local p = setmetatable({}, {
       __index = function(_, i)
@@ -280,6 +299,7 @@ local function run(k, grid, block, args, arrays, m)
         end
         sreads = sreads + 1
         bank((off + i * size) // 4)
+        if trace then rec("r", pname, i) end
         return v
       end,
       __newindex = function(_, i, v)
@@ -301,6 +321,7 @@ local function run(k, grid, block, args, arrays, m)
         wr[i] = mine
         swrites = swrites + 1
         bank((off + i * size) // 4)
+        if trace then rec("w", pname, i) end
         vals[i] = x
       end,
       __len = function() return n end,
@@ -316,6 +337,7 @@ local function run(k, grid, block, args, arrays, m)
       if x == nil then error(string.format("cannot store the atomic's result in %s, %s)", what, dt), 3) end
       sreads, swrites, natomics = sreads + 1, swrites + 1, natomics + 1
       bank((off + i * size) // 4)
+      if trace then rec("a", pname, i) end
       vals[i] = x
       return old
     end
@@ -462,6 +484,7 @@ local function run(k, grid, block, args, arrays, m)
           poll()
           new_block(x, y, z)
           run_block()
+          if trace then c.trace, trace = trace, nil end
         end
       end
     end
