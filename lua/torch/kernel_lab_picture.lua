@@ -10,9 +10,9 @@
 local M = {}
 
 local WIDTH = 80    -- the terminal's width the grid fits in
-local MAX_CELL = 20 -- a cell's widest text; longer lines end in ".."
+local MAX_CELL = 24 -- a cell's widest text; longer lines end in ".."
 local MAX_ROWS = 4  -- rows of cells shown
-local MAX_LINES = 5 -- lines per cell (one per array and kind)
+local MAX_LINES = 8 -- lines per cell (one per array and kind)
 
 -- Display width: box characters and × are one column each.
 local function width(s) return utf8.len(s) or #s end
