@@ -80,11 +80,19 @@ function M.kernel(fn, opts)
   local where = info.short_src:match("[^/]*$") .. ":" .. info.linedefined
   local code = string.dump(fn)
   return setmetatable({
-    fn = fn, copy = copy, env_index = env_index, params = names,
+    fn = fn, copy = copy, env_index = env_index, params = names, opts_name = opts.name,
     name = "kernel:" .. (opts.name or where),
     -- a kernel that never names syncthreads cannot wait at a barrier
     barriers = code:find("syncthreads", 1, true) ~= nil,
   }, Kernel)
+end
+
+-- k:cuda_source(): the kernel as CUDA C (torch/kernel_lab_cuda.lua), typed
+-- by the last launch's arguments when there was one.
+function Kernel:cuda_source(...)
+  if getmetatable(self) ~= Kernel then error("cuda_source: call it as k:cuda_source()", 2) end
+  if select("#", ...) > 0 then error("cuda_source() takes no arguments", 2) end
+  return require("torch.kernel_lab_cuda").source(self)
 end
 
 function Kernel:__tostring()
@@ -539,6 +547,10 @@ function Kernel:launch(grid, block, ...)
     end
   end
   if not dev then error("launch: a kernel needs at least one tensor argument (its device runs the kernel)", 2) end
+  -- the arguments' types, for cuda_source()
+  local last = {}
+  for i = 1, args.n do last[i] = arrays[i] and { dtype = arrays[i].dtype } or args[i] end
+  self.last_args = last
   local m = torch.cuda.gpu_model(dev.index)
   local limit = m and m.max_threads_per_block or 1024
   if b[1] * b[2] * b[3] > limit or b[3] > 64 then
