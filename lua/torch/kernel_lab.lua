@@ -80,11 +80,19 @@ function M.kernel(fn, opts)
   local where = info.short_src:match("[^/]*$") .. ":" .. info.linedefined
   local code = string.dump(fn)
   return setmetatable({
-    fn = fn, copy = copy, env_index = env_index, params = names,
+    fn = fn, copy = copy, env_index = env_index, params = names, opts_name = opts.name,
     name = "kernel:" .. (opts.name or where),
     -- a kernel that never names syncthreads cannot wait at a barrier
     barriers = code:find("syncthreads", 1, true) ~= nil,
   }, Kernel)
+end
+
+-- k:cuda_source(): the kernel as CUDA C (torch/kernel_lab_cuda.lua), typed
+-- by the last launch's arguments when there was one.
+function Kernel:cuda_source(...)
+  if getmetatable(self) ~= Kernel then error("cuda_source: call it as k:cuda_source()", 2) end
+  if select("#", ...) > 0 then error("cuda_source() takes no arguments", 2) end
+  return require("torch.kernel_lab_cuda").source(self)
 end
 
 function Kernel:__tostring()
@@ -157,6 +165,21 @@ local function run(k, grid, block, args, arrays, m)
   local gsec, sgrp = {}, {} -- this block's access groups: (k-th access, warp) -> sectors / banks
   local ebase = 0           -- barrier intervals passed in this block, times 2048
   local atom = {}           -- proxy -> its atomic operation
+  -- The first block's accesses, thread by thread, for r:picture()
+  -- (kernel_lab_picture.lua): trace[tid] = {keys = {"r a", ...}, ["r a"] =
+  -- {indices..., n = accesses}}. Only while the first block runs, so a
+  -- launch of many blocks pays one upvalue test per access after it.
+  local TRACE_CAP = 4096 -- indices kept per thread and array (the count goes on)
+  local trace = {}
+  local function rec(kind, name, i)
+    local t = trace[tid]
+    if not t then t = { keys = {} }; trace[tid] = t end
+    local key = kind .. " " .. name
+    local l = t[key]
+    if not l then l = { n = 0 }; t[key] = l; t.keys[#t.keys + 1] = key end
+    l.n = l.n + 1
+    if l.n <= TRACE_CAP then l[l.n] = i end
+  end
 
   local function where() return string.format("block (%d,%d,%d), thread %s", bx, by, bz, thread_str(tid, bdx, bdy)) end
   local function index_of(i, what, n, lvl)
@@ -199,6 +222,7 @@ local function run(k, grid, block, args, arrays, m)
         if not s then s = {}; gsec[g] = s end
         local key = akey + (i * size) // SECTOR
         if not s[key] then s[key] = true; nsectors = nsectors + 1 end
+        if trace then rec("r", a.name, i) end
         return data[i]
       end,
       __newindex = function(_, i, v)
@@ -209,6 +233,7 @@ local function run(k, grid, block, args, arrays, m)
         end
         gwrites = gwrites + 1
         touch(i)
+        if trace then rec("w", a.name, i) end
         data[i] = x
         a.written = true
       end,
@@ -222,6 +247,7 @@ local function run(k, grid, block, args, arrays, m)
       if x == nil then error(string.format("cannot store the atomic's result in %s, %s)", what, a.dtype), 3) end
       greads, gwrites, natomics = greads + 1, gwrites + 1, natomics + 1
       touch(i)
+      if trace then rec("a", a.name, i) end
       data[i] = x
       a.written = true
       return old
@@ -258,6 +284,7 @@ local function run(k, grid, block, args, arrays, m)
     local off = smem_top
     smem_top = smem_top + ((n * size + 15) // 16) * 16
     local what = string.format("shared array %d (%s", no, dt)
+    local pname = no == 1 and "shared" or "shared" .. no -- in r:picture()
     local function other(t) return thread_str(t, bdx, bdy) end
     local p = setmetatable({}, {
       __index = function(_, i)
@@ -280,6 +307,7 @@ local function run(k, grid, block, args, arrays, m)
         end
         sreads = sreads + 1
         bank((off + i * size) // 4)
+        if trace then rec("r", pname, i) end
         return v
       end,
       __newindex = function(_, i, v)
@@ -301,6 +329,7 @@ local function run(k, grid, block, args, arrays, m)
         wr[i] = mine
         swrites = swrites + 1
         bank((off + i * size) // 4)
+        if trace then rec("w", pname, i) end
         vals[i] = x
       end,
       __len = function() return n end,
@@ -316,6 +345,7 @@ local function run(k, grid, block, args, arrays, m)
       if x == nil then error(string.format("cannot store the atomic's result in %s, %s)", what, dt), 3) end
       sreads, swrites, natomics = sreads + 1, swrites + 1, natomics + 1
       bank((off + i * size) // 4)
+      if trace then rec("a", pname, i) end
       vals[i] = x
       return old
     end
@@ -462,6 +492,7 @@ local function run(k, grid, block, args, arrays, m)
           poll()
           new_block(x, y, z)
           run_block()
+          if trace then c.trace, trace = trace, nil end
         end
       end
     end
@@ -516,6 +547,10 @@ function Kernel:launch(grid, block, ...)
     end
   end
   if not dev then error("launch: a kernel needs at least one tensor argument (its device runs the kernel)", 2) end
+  -- the arguments' types, for cuda_source()
+  local last = {}
+  for i = 1, args.n do last[i] = arrays[i] and { dtype = arrays[i].dtype } or args[i] end
+  self.last_args = last
   local m = torch.cuda.gpu_model(dev.index)
   local limit = m and m.max_threads_per_block or 1024
   if b[1] * b[2] * b[3] > limit or b[3] > 64 then

@@ -42,7 +42,7 @@ function M.make(name, c, g, b, m)
   local r = setmetatable({ name = name, grid = g, block = b, threads = c.threads,
     global_reads = c.global_reads, global_writes = c.global_writes, shared_reads = c.shared_reads,
     shared_writes = c.shared_writes, sectors = c.sectors, bank_conflicts = c.bank_conflicts, atomics = c.atomics,
-    shared_bytes = c.smem, model = m and m.key or nil }, Report)
+    shared_bytes = c.smem, model = m and m.key or nil, _trace = c.trace }, Report)
   if not m then return r end -- "host": the device keeps this machine's time
   local threads = b[1] * b[2] * b[3]
   local per_sm, occ, by = occupancy(m, threads, c.smem)
@@ -62,6 +62,13 @@ function M.make(name, c, g, b, m)
   r.time_ms = (m.launch + work) * 1e3
   r.bound = m.launch >= work and "launch" or (memory >= compute and "memory" or "compute")
   return r
+end
+
+-- r:picture(): the first block's threads and what each touched
+-- (torch/kernel_lab_picture.lua).
+function Report:picture(...)
+  if select("#", ...) > 0 then error("picture() takes no arguments: r:picture() draws the launch's first block", 2) end
+  return require("torch.kernel_lab_picture").render(self)
 end
 
 local codes = { compute = "_LAB_BOUND_COMPUTE", memory = "_LAB_BOUND_MEMORY", launch = "_LAB_BOUND_LAUNCH" }

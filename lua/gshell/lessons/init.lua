@@ -3,4 +3,4 @@
 -- listed here: `gshell --lesson path/to/file.lua` runs one, and files in
 -- $GSHELL_LESSON_PATH (default ~/.local/share/gshell/lessons) are found
 -- by name.
-return { "gpu", "lenet" }
+return { "gpu", "lenet", "kernels" }
