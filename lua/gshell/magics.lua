@@ -209,7 +209,7 @@ magics.timeit = function(session, rest)
   if not opts.q then
     io.stdout:write(string.format(
       "%s ± %s per loop%s (mean ± std. dev. of %d run%s, %s loop%s each)%s\n",
-      M.format_time(mean), M.format_time(std), model and (" modelled on a " .. model.name) or "",
+      M.format_time(mean), M.format_time(std), model and (" modelled on " .. model.a_name) or "",
       runs, runs == 1 and "" or "s", thousands(number), number == 1 and "" or "s",
       model and ("; computing it here took " .. M.format_time(real_mean) .. " per loop") or ""))
   end
@@ -241,7 +241,7 @@ magics.time = function(session, rest)
   -- on a modelled GPU (issue 29): the time that GPU would take, when the
   -- statement launched or waited for work on it
   if touched then
-    io.stdout:write(string.format("Modelled time on a %s: %s\n", model.name, M.format_time(t.clock() - m0)))
+    io.stdout:write(string.format("Modelled time on %s: %s\n", model.a_name, M.format_time(t.clock() - m0)))
   end
   return table.unpack(res, 1, res.n)
 end
