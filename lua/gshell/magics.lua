@@ -512,7 +512,7 @@ M.details = {
     "  _:export_timeline('t.svg'). In Jupyter the timeline is shown too. docs/profiling.md",
   explain = "  runs stmt under torch.cuda.explain: per op on a simulated GPU that models a real one, its\n" ..
     "  FLOPs per byte, the rate it reached, the roof there and why (compute, memory, launch, copy), and a\n" ..
-    "  roofline picture; `_` is the explanation (_.rows, _.profile). docs/profiling.md",
+    "  roofline picture (SVG in Jupyter); `_` is the explanation (_.rows, _.profile). docs/profiling.md",
   history = "  -n numbers the cells; ranges: 4 or 2-5 (1-based)",
   save = "  -a appends; ranges as for %history; '.lua' is added to a name without extension",
   reset = "  -f does not ask",
