@@ -125,12 +125,13 @@ describe("torch.cuda.explain's roofline", function()
   it("--notebook --md writes an explanation's roofline (and a profile's timeline) beside the Markdown", function()
     local dir = R.tmpdir()
     R.write_file(dir .. "/nb.lua", "-- %%\nx = torch.ones(1 << 20, {device = 'cuda:0'})\n"
-      .. "torch.cuda.explain(function() local _ = x + x end)\n-- %%\n%prof local _ = x + x\n-- %%\nprint(1)\n")
+      .. "torch.cuda.explain(function() local _ = x + x end)\n-- %%\n%prof local _ = x + x\n-- %%\n"
+      .. "torch.cuda.explain(function() local _ = torch.ones(3) + 1 end)\n")
     local out, err, code = R.run({ "--sim-gpus", "1", "--notebook", dir .. "/nb.lua", "--md", dir .. "/nb.md" })
     assert.are.equal(0, code, out .. err)
     assert.truthy(R.read_file(dir .. "/nb.md"):find("![nb-1-1.svg](nb-1-1.svg)", 1, true))
     assert.truthy(R.read_file(dir .. "/nb-1-1.svg"):find('<circle class="op" data-name="add"', 1, true))
-    -- a profile's timeline too, as the kernel shows it; a cell without a value draws nothing
+    -- a profile's timeline too, as the kernel shows it; an explanation with nothing modelled draws nothing
     assert.truthy(R.read_file(dir .. "/nb-2-1.svg"):find("<svg", 1, true))
     assert.is_nil(io.open(dir .. "/nb-3-1.svg"))
     os.execute("rm -rf " .. R.quote(dir))

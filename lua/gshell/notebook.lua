@@ -122,13 +122,13 @@ local function picture_recorder()
       if obj._repr_svg_ then
         local name = string.format("%s-%d-%d.svg", stem, n, k)
         local drawn, svg = pcall(obj._repr_svg_, obj)
-        local ok, err = false, svg
-        -- nil: nothing to draw (an explanation where nothing was modelled)
-        if drawn and svg ~= nil then ok, err = Session.save_text(dir .. name, svg) end
-        if drawn and svg == nil then -- luacheck: ignore
-        elseif not drawn then errors[#errors + 1] = string.format("picture %d of cell %d: %s", k, n, tostring(svg))
-        elseif ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
-        else io.stderr:write("gshell: ", tostring(err), "\n") end
+        if not drawn then
+          errors[#errors + 1] = string.format("picture %d of cell %d: %s", k, n, tostring(svg))
+        elseif svg ~= nil then -- nil: nothing to draw (an explanation where nothing was modelled)
+          local ok, err = Session.save_text(dir .. name, svg)
+          if ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
+          else io.stderr:write("gshell: ", tostring(err), "\n") end
+        end
       end
     end
     rec.order, rec.last = {}, {}
