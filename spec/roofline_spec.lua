@@ -7,10 +7,10 @@
 local torch = require("torch")
 local R = require("gshell_run")
 
-local function with_model(spec)
+local function with_model(spec, n)
   local old = torch.cuda._set_gpu_model(spec)
   collectgarbage()
-  local old_n, old_cap = torch._sim_configure(1)
+  local old_n, old_cap = torch._sim_configure(n or 1)
   local tf32 = torch.backends.cuda.matmul.allow_tf32
   finally(function()
     torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -109,6 +109,22 @@ describe("torch.cuda.explain's roofline", function()
     assert.truthy(svg:find('data-unit="tf32_tc" data-peak="1.56e+14"', 1, true), svg)
     assert.truthy(svg:find('data-unit="fp32"', 1, true), svg)
     assert.truthy(ex:picture():find("roofs: FP32 19.5 TFLOP/s, TF32 TC 156 TFLOP/s", 1, true), ex:picture())
+  end)
+
+  it("draws one device's ops at a time, each on its own model's roofs", function()
+    with_model("v100,a100", 2)
+    local x0, x1 = torch.ones(1 << 20, { device = "cuda:0" }), torch.ones(1 << 20, { device = "cuda:1" })
+    local ex = torch.cuda.explain(function() local _ = x0 + x0; _ = x1:neg() end)
+    local p0, p1 = ex:picture(), ex:roofline("cuda:1"):_repr_term_()
+    assert.truthy(p0:find("roofline of cuda:0 (Tesla V100-SXM2-16GB)", 1, true), p0)
+    assert.truthy(p0:find("\n  a add: ", 1, true) and not p0:find(" neg: ", 1, true), p0)
+    assert.truthy(p0:find("(cuda:0's ops; ex:roofline('cuda:1') draws cuda:1's)", 1, true), p0)
+    assert.truthy(p1:find("roofs: FP32 19.5 TFLOP/s; the slope: 2.04 TB/s", 1, true), p1)
+    assert.truthy(p1:find("\n  a neg: ", 1, true), p1)
+    assert.truthy(p1:find("(cuda:1's ops; ex:roofline('cuda:0') draws cuda:0's)", 1, true), p1)
+    assert.is_nil(ex:roofline("cuda:5"))
+    assert.are.equal("<roofline of cuda:1 on an NVIDIA A100-SXM4-80GB: 1 op (neg), ridge at 9.56 FLOP/byte>",
+      tostring(ex:roofline("cuda:1")))
   end)
 
   it("has nothing to draw with nothing modelled, and wants a device name", function()

@@ -216,9 +216,9 @@ function Roofline:_repr_term_(opts)
     lines[#lines + 1] = string.format("  %s %s: %s FLOP/byte, %s, %s", paint(p.key, "1;31"), p.name, g3(p.intensity),
       profiler.format_rate(p.achieved, "FLOP/s"), p.bound and (p.bound .. "-bound") or "-")
   end
-  if #self.devices > 1 then
-    lines[#lines + 1] = string.format("  (%s's ops; ex:roofline('%s') draws %s's)", self.device, self.devices[2],
-      self.devices[2])
+  if #self.devices > 1 then -- the other devices' pictures
+    local other = self.devices[1] == self.device and self.devices[2] or self.devices[1]
+    lines[#lines + 1] = string.format("  (%s's ops; ex:roofline('%s') draws %s's)", self.device, other, other)
   end
   return table.concat(lines, "\n") .. "\n"
 end
