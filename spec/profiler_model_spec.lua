@@ -186,7 +186,8 @@ describe("torch.cuda.explain", function()
     assert.truthy(text:find("cuda:0 is modelled on a Tesla V100-SXM2-16GB", 1, true), text)
     assert.truthy(text:find("\nneg%s+cuda:0%s+1%s+151%.1%d%dus%s+0%.125%s+[%d.]+ GFLOP/s%s+112 GFLOP/s%s+memory\n"), text)
     -- the picture: the roofs, each op a letter
-    assert.truthy(text:find("FLOP/byte (log)", 1, true) and text:find("a mm, b neg", 1, true), text)
+    assert.truthy(text:find("arithmetic intensity (FLOP/byte)", 1, true) and text:find("\n  a mm: ", 1, true)
+      and text:find("\n  b neg: ", 1, true), text)
     assert.truthy(ex.profile.models["cuda:0"])
   end)
 

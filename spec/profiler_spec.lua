@@ -780,5 +780,19 @@ describe("%prof and %explain in the Jupyter kernel", function()
     end
     assert.truthy(text and text:find("neg on cuda:0: memory-bound: 0.125 FLOP/byte", 1, true), tostring(text))
     assert.are.equal("ok", r.explain.reply.status)
+    -- and its roofline picture as SVG, before Out[n] (lua/torch/roofline.lua)
+    local svg, order = nil, {}
+    for _, m in ipairs(r.explain.iopub) do
+      order[#order + 1] = m.msg_type
+      if m.msg_type == "display_data" then svg = m.content.data["image/svg+xml"] end
+    end
+    assert.truthy(svg and svg:find('class="roofline"', 1, true), table.concat(order, " "))
+    assert.truthy(svg:find('<polyline class="roof" data-unit="fp32"', 1, true), svg)
+    assert.truthy(svg:find('<circle class="op" data-name="neg"', 1, true), svg)
+    local di, ri
+    for i, t in ipairs(order) do
+      if t == "display_data" then di = di or i elseif t == "execute_result" then ri = i end
+    end
+    assert.is_true(di < ri, table.concat(order, " "))
   end)
 end)

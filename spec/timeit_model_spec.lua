@@ -53,9 +53,24 @@ describe("%timeit on a modelled GPU", function()
     local out, err = R.prompt({ "a = torch.randn(1024, 1024, {device = 'cuda'})", "%time b = a:mm(a)",
                                 "%time s = 1 + 1" }, { "--sim-gpus", "1", "--gpu-model", "h100" })
     assert.are.equal("", err)
-    local _, n = out:gsub("Modelled time on a NVIDIA H100 80GB HBM3: ", "")
+    local _, n = out:gsub("Modelled time on an NVIDIA H100 80GB HBM3: ", "")
     assert.are.equal(1, n, out)
     local _, walls = out:gsub("Wall time: ", "")
     assert.are.equal(2, walls, out)
+  end)
+
+  -- "an" before a vowel sound: the model's a_name (src/bind/lua_gpu_model.c),
+  -- which d2l.timing_note says too
+  it("says 'an NVIDIA A100' and 'a Tesla V100' in %timeit and %time", function()
+    for _, c in ipairs({ { "a100", "an NVIDIA A100-SXM4-80GB" }, { "v100", "a Tesla V100-SXM2-16GB" } }) do
+      local out, err = R.prompt({ "a = torch.ones(64, {device = 'cuda'})", "%timeit -n 1 -r 1 a:neg()",
+                                  "%time b = a:neg()", "print(torch.cuda.gpu_model(0).a_name)" },
+        { "--sim-gpus", "1", "--gpu-model", c[1] })
+      assert.are.equal("", err)
+      assert.truthy(has(out, " per loop modelled on " .. c[2] .. " (mean"), out)
+      assert.truthy(has(out, "Modelled time on " .. c[2] .. ": "), out)
+      assert.truthy(has(out, "\n" .. c[2] .. "\n"), out)
+      assert.falsy(has(out, " a NVIDIA") or has(out, " an Tesla"), out)
+    end
   end)
 end)

@@ -209,7 +209,7 @@ magics.timeit = function(session, rest)
   if not opts.q then
     io.stdout:write(string.format(
       "%s ± %s per loop%s (mean ± std. dev. of %d run%s, %s loop%s each)%s\n",
-      M.format_time(mean), M.format_time(std), model and (" modelled on a " .. model.name) or "",
+      M.format_time(mean), M.format_time(std), model and (" modelled on " .. model.a_name) or "",
       runs, runs == 1 and "" or "s", thousands(number), number == 1 and "" or "s",
       model and ("; computing it here took " .. M.format_time(real_mean) .. " per loop") or ""))
   end
@@ -241,7 +241,7 @@ magics.time = function(session, rest)
   -- on a modelled GPU (issue 29): the time that GPU would take, when the
   -- statement launched or waited for work on it
   if touched then
-    io.stdout:write(string.format("Modelled time on a %s: %s\n", model.name, M.format_time(t.clock() - m0)))
+    io.stdout:write(string.format("Modelled time on %s: %s\n", model.a_name, M.format_time(t.clock() - m0)))
   end
   return table.unpack(res, 1, res.n)
 end
@@ -512,7 +512,7 @@ M.details = {
     "  _:export_timeline('t.svg'). In Jupyter the timeline is shown too. docs/profiling.md",
   explain = "  runs stmt under torch.cuda.explain: per op on a simulated GPU that models a real one, its\n" ..
     "  FLOPs per byte, the rate it reached, the roof there and why (compute, memory, launch, copy), and a\n" ..
-    "  roofline picture; `_` is the explanation (_.rows, _.profile). docs/profiling.md",
+    "  roofline picture (SVG in Jupyter); `_` is the explanation (_.rows, _.profile). docs/profiling.md",
   history = "  -n numbers the cells; ranges: 4 or 2-5 (1-based)",
   save = "  -a appends; ranges as for %history; '.lua' is added to a name without extension",
   reset = "  -f does not ask",

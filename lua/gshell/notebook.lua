@@ -103,6 +103,13 @@ local function picture_recorder()
     io.stdout:write(obj._repr_line_ and obj:_repr_line_() or tostring(obj), "\n")
   end
   rec.frontend = { display = show, update = show }
+  -- a cell's value: its SVG file, without the summary line (the value's
+  -- text is the cell's output)
+  function rec.frontend.value(obj)
+    local id = {}
+    rec.order[#rec.order + 1] = id
+    rec.last[id] = obj
+  end
   -- Writes this cell's pictures; returns the Markdown lines linking them,
   -- and the messages of the pictures that could not be drawn (the cell's
   -- errors: one bad picture must not lose the other cells' output).
@@ -115,11 +122,13 @@ local function picture_recorder()
       if obj._repr_svg_ then
         local name = string.format("%s-%d-%d.svg", stem, n, k)
         local drawn, svg = pcall(obj._repr_svg_, obj)
-        local ok, err = false, svg
-        if drawn then ok, err = Session.save_text(dir .. name, svg) end
-        if not drawn then errors[#errors + 1] = string.format("picture %d of cell %d: %s", k, n, tostring(svg))
-        elseif ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
-        else io.stderr:write("gshell: ", tostring(err), "\n") end
+        if not drawn then
+          errors[#errors + 1] = string.format("picture %d of cell %d: %s", k, n, tostring(svg))
+        elseif svg ~= nil then -- nil: nothing to draw (an explanation where nothing was modelled)
+          local ok, err = Session.save_text(dir .. name, svg)
+          if ok then links[#links + 1] = string.format("![%s](%s)\n", name, name)
+          else io.stderr:write("gshell: ", tostring(err), "\n") end
+        end
       end
     end
     rec.order, rec.last = {}, {}
@@ -142,6 +151,16 @@ function M.run(path, md_path)
   if md_path then
     pictures = picture_recorder()
     require("torch.display").set_frontend(pictures.frontend)
+    -- a cell's value that draws itself (an explanation's roofline, a
+    -- profile's timeline: its _repr_svg_) is written beside the Markdown
+    -- too, as the Jupyter kernel shows it
+    local show_text = getmetatable(session).__index.show_text
+    session.show_text = function(self, results)
+      local v = results and results.n == 1 and results[1]
+      local ok, f = pcall(function() return type(v) == "table" and v._repr_svg_ end)
+      if ok and type(f) == "function" then pictures.frontend.value(v) end
+      return show_text(self, results)
+    end
   end
   local md = { docheader.markdown_line(settings) and (docheader.markdown_line(settings) .. "\n") or nil }
   local failed = 0

@@ -18,9 +18,9 @@ local function explain_missing_tf32()
     if m and m.peak.tf32_tc == 0 and not seen[m.key] then
       seen[m.key] = true
       io.stderr:write(string.format(
-        "torch.backends.cuda.matmul.allow_tf32: cuda:%d models a %s (%s), which has no TF32 tensor cores "
+        "torch.backends.cuda.matmul.allow_tf32: cuda:%d models %s (%s), which has no TF32 tensor cores "
           .. "(they came with Ampere); its float32 products stay on the FP32 CUDA cores (%.1f TFLOP/s)\n",
-        i, m.name, m.arch, m.peak.fp32 / 1e12))
+        i, m.a_name, m.arch, m.peak.fp32 / 1e12))
     end
   end
 end

@@ -53,7 +53,9 @@ end
 -- The explanation of a profile: one row per (device, op name) of its
 -- modelled events, by total time.
 function M.from_profile(p)
-  local ex = setmetatable({ profile = p, rows = {}, models = p.models }, Explanation)
+  -- allow_tf32 as it was: the picture draws the TF32 roof when it was on
+  local ex = setmetatable({ profile = p, rows = {}, models = p.models, allow_tf32 = torch._allow_tf32() },
+    Explanation)
   if not p.models then return ex end
   local index = {}
   for _, e in ipairs(p.events) do
@@ -123,8 +125,8 @@ function Explanation:text()
   table.sort(devs)
   for _, d in ipairs(devs) do
     local m = self.models[d]
-    out[#out + 1] = string.format("%s is modelled on a %s: %s FP32 peak, %s memory, ridge at %s FLOP/byte "
-      .. "(FP32); %s launch per kernel", d, m.name, profiler.format_rate(m.peak.fp32, "FLOP/s"),
+    out[#out + 1] = string.format("%s is modelled on %s: %s FP32 peak, %s memory, ridge at %s FLOP/byte "
+      .. "(FP32); %s launch per kernel", d, m.a_name, profiler.format_rate(m.peak.fp32, "FLOP/s"),
       profiler.format_rate(m.bandwidth, "B/s"), g3(m.peak.fp32 / m.bandwidth), profiler.format_time(m.launch * 1e9))
   end
   local head = { "Op", "Device", "Calls", "Time", "FLOP/byte", "Achieved", "Roof there", "Bound" }
@@ -154,51 +156,29 @@ function Explanation:text()
   return table.concat(out, "\n")
 end
 
--- A roofline picture at the terminal: log-log, intensity across (1/64 to
--- 4096 FLOP/byte), attainable FLOP/s up; '/' the bandwidth roof, '_' the
--- compute roof (the first device's FP32 peak), each op a letter where it
--- sits, the key under it. nil when no op has FLOPs.
+-- The roofline picture of the ops on `device` (the first modelled device
+-- with ops that have FLOPs, when nil): a torch.display picture
+-- (lua/torch/roofline.lua), nil when no op has FLOPs.
+function Explanation:roofline(device)
+  if device ~= nil and type(device) ~= "string" then
+    error("explanation:roofline: expected a device name such as 'cuda:0', got " .. type(device), 2)
+  end
+  if not self.models then return nil end
+  return require("torch.roofline").new(self, device)
+end
+
+-- The terminal picture that ends the text (80 columns, no colour).
 function Explanation:picture()
-  local pts = {}
-  for _, r in ipairs(self.rows) do
-    if r.flops > 0 and r.bytes > 0 and r.bound ~= "copy" then pts[#pts + 1] = r end
-  end
-  if #pts == 0 then return nil end
-  local m = self.models[pts[1].device]
-  local W, H = 60, 14
-  local xlo, xhi = math.log(1 / 64, 2), math.log(4096, 2)
-  local peak = m.peak.fp32
-  for _, r in ipairs(pts) do peak = math.max(peak, r.peak) end
-  local yhi = math.log(peak * 2, 10)
-  local ylo = yhi - 6
-  local grid = {}
-  for y = 1, H do grid[y] = {}; for x = 1, W do grid[y][x] = " " end end
-  local function col(ai) return math.floor((math.log(ai, 2) - xlo) / (xhi - xlo) * (W - 1) + 1.5) end
-  local function row(f) return H - math.floor((math.log(f, 10) - ylo) / (yhi - ylo) * (H - 1) + 0.5) end
-  for x = 1, W do
-    local ai = 2 ^ (xlo + (x - 1) / (W - 1) * (xhi - xlo))
-    local f = math.min(m.peak.fp32, ai * m.bandwidth)
-    local y = row(f)
-    if y >= 1 and y <= H then grid[y][x] = f < m.peak.fp32 and "/" or "_" end
-  end
-  local key = {}
-  for i, r in ipairs(pts) do
-    local ch = string.char(96 + math.min(i, 26))
-    local x = math.max(1, math.min(W, col(math.max(r.intensity, 2 ^ xlo))))
-    local y = math.max(1, math.min(H, row(math.max(r.achieved, 10 ^ ylo))))
-    grid[y][x] = ch
-    key[#key + 1] = ch .. " " .. r.name
-  end
-  local out = { string.format("FLOP/s (log; roof: %s FP32 peak, %s)", profiler.format_rate(m.peak.fp32, "FLOP/s"),
-    profiler.format_rate(m.bandwidth, "B/s")) }
-  for y = 1, H do
-    local label = (y == 1 or y == H) and profiler.format_rate(10 ^ (ylo + (H - y) / (H - 1) * (yhi - ylo)), "") or ""
-    out[#out + 1] = pad(label, 9, true) .. " |" .. table.concat(grid[y])
-  end
-  out[#out + 1] = string.rep(" ", 10) .. "+" .. string.rep("-", W)
-  out[#out + 1] = string.rep(" ", 11) .. pad("1/64", 10) .. pad("FLOP/byte (log)", W - 20) .. pad("4096", 10, true)
-  out[#out + 1] = "  " .. table.concat(key, ", ")
-  return table.concat(out, "\n")
+  local r = self:roofline()
+  return r and r:_repr_term_({ columns = 80 }):gsub("\n$", "") or nil
+end
+
+-- Jupyter shows an explanation (a cell's value: %explain, or explain's
+-- result) as its roofline's SVG above the text; --notebook --md writes it
+-- beside the Markdown.
+function Explanation:_repr_svg_()
+  local r = self:roofline()
+  return r and r:_repr_svg_() or nil
 end
 
 Explanation.__tostring = function(e) return e:text() end

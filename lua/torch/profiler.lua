@@ -491,8 +491,8 @@ function Profile:table(opts)
     table.sort(devs)
     for _, d in ipairs(devs) do
       local m = self.models[d]
-      out[#out + 1] = string.format("%s: modelled on a %s (%s): its times are the model's, not this machine's; "
-        .. "Peak%%: of the roof that bound the op (%s FP32, %s memory)", d, m.name, m.key,
+      out[#out + 1] = string.format("%s: modelled on %s (%s): its times are the model's, not this machine's; "
+        .. "Peak%%: of the roof that bound the op (%s FP32, %s memory)", d, m.a_name, m.key,
         M.format_rate(m.peak.fp32, "FLOP/s"), M.format_rate(m.bandwidth, "B/s"))
     end
     out[#out + 1] = "host (cpu): this machine's own time, plus the driver's costs the model adds (docs/time-model.md)"

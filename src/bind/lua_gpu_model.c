@@ -18,6 +18,17 @@
 
 static const char *const unit_names[GS_UNIT_COUNT] = {"fp32", "fp64", "fp64_tc", "tf32_tc", "fp16_tc", "bf16_tc"};
 
+/* The name with its article, as a sentence says it: "an" before a vowel
+ * sound. A word starting with a vowel letter has one, and so has an
+ * initialism whose first letter is named with one ("an NVIDIA A100": en-vidia,
+ * "an H100": aitch), which a capital followed by a capital or a digit marks. */
+static void push_a_name(lua_State *L, const char *name) {
+  char c = name[0], d = c ? name[1] : 0;
+  bool an = c && strchr("AEIOaeio", c);
+  if (c && strchr("FHLMNRSX", c) && ((d >= 'A' && d <= 'Z') || (d >= '0' && d <= '9'))) an = true;
+  lua_pushfstring(L, "%s %s", an ? "an" : "a", name);
+}
+
 static void push_model(lua_State *L, const gs_gpu_model *m) {
   lua_newtable(L);
 #define S(k, v) (lua_pushstring(L, v), lua_setfield(L, -2, k))
@@ -25,6 +36,8 @@ static void push_model(lua_State *L, const gs_gpu_model *m) {
 #define N(k, v) (lua_pushnumber(L, v), lua_setfield(L, -2, k))
   S("key", m->key);
   S("name", m->name);
+  push_a_name(L, m->name);
+  lua_setfield(L, -2, "a_name");
   S("arch", m->arch);
   I("major", m->major);
   I("minor", m->minor);

@@ -40,12 +40,6 @@ local function model_of(dev)
   return ok and m or nil
 end
 
-local function with_article(name)
-  -- "an NVIDIA A100-SXM4-80GB" (en-vidia), "a Tesla V100-SXM2-16GB"
-  local an = name:match("^[AEIOUaeiou]") or name:match("^N[A-Z]")
-  return (an and "an " or "a ") .. name
-end
-
 function d2l.timing_note(devices)
   if devices == nil then
     local ok, n = pcall(torch.cuda.device_count)
@@ -59,7 +53,8 @@ function d2l.timing_note(devices)
     local m = model_of(d)
     if m and not seen[m.name] then
       seen[m.name] = true
-      names[#names + 1] = with_article(m.name)
+      -- the model carries its article: "an NVIDIA A100-SXM4-80GB", "a Tesla V100-SXM2-16GB"
+      names[#names + 1] = m.a_name
     end
   end
   if #names == 0 then return "" end

@@ -172,7 +172,7 @@ function M.train_ch8(net, train_iter, vocab, lr, num_epochs, device, opts)
   end
   local line = ("perplexity %.1f, %.1f tokens/sec on %s"):format(ppl, speed, D.device_name(device))
   local model = model_of(device)
-  if model then line = line .. (" modelled on a %s; computing it here ran at %.1f tokens/sec"):format(model.name, real) end
+  if model then line = line .. (" modelled on %s; computing it here ran at %.1f tokens/sec"):format(model.a_name, real) end
   print(line)
   print(predict("time traveller"))
   print(predict("traveller"))
