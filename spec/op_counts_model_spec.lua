@@ -47,6 +47,30 @@ local function span_is(e, seconds)
 end
 
 describe("FLOP and byte counts of each op kind on a modelled GPU", function()
+  -- The engine computes a half-precision product in float32 (two casts,
+  -- a float32 product, a cast back); a real GPU runs one fp16 or bf16
+  -- tensor-core product, and that is what the model prices: one "mm" row
+  -- on the half unit, the gemm formula's time, the half operands' bytes.
+  it("a float16 or bfloat16 product is one tensor-core product, not casts around a float32 one", function()
+    with_model("h100")
+    for _, case in ipairs({ { "float16", torch.float16, "fp16_tc" }, { "bfloat16", torch.bfloat16, "bf16_tc" } }) do
+      local a = torch.ones(64, 32, { device = "cuda:0" }):to(case[2])
+      local b = torch.ones(32, 16, { device = "cuda:0" }):to(case[2])
+      local by, p = events(function() return a:mm(b) end)
+      local rows = 0
+      for _, e in ipairs(p.events) do
+        if e.lane == "cuda:0/0" then rows = rows + 1 end
+      end
+      assert.are.equal(1, rows, case[1] .. ": the casts take no row of their own")
+      counts(by.mm, 2 * (64 * 32 + 32 * 16 + 64 * 16), 2 * 64 * 16 * 32, case[1] .. " mm")
+      assert.are.equal(case[3], by.mm.unit, case[1] .. " mm's unit")
+      span_is(by.mm, T("h100", "gemm", { m = 64, n = 16, k = 32, dtype = case[1] }))
+    end
+    -- and the result is still the float32 product's, rounded once
+    local a = torch.ones(64, 32, { device = "cuda:0" }):to(torch.float16)
+    assert.are.equal(32, a:mm(torch.ones(32, 16, { device = "cuda:0" }):to(torch.float16)):float():max():item())
+  end)
+
   -- x: 4 x 8 float32 = 32 elements, 128 bytes
   it("elementwise, reductions, softmax and products", function()
     with_model("v100")

@@ -235,7 +235,9 @@ gs_gpu_fused *gs_gpu_fused_now(int dev) { return fused_now && fused_now->dev == 
 double gs_gpu_fused_time(const gs_gpu_model *m, const gs_gpu_fused *f) {
   gs_gpu_unit u = gs_gpu_unit_for(m, f->dtype, true);
   double t = 0;
-  for (int i = 0; i < f->passes && i < 2; i++) t += gs_gpu_conv_time(m, u, f->M[i], f->N[i], f->K[i], f->batch[i], f->bytes[i]);
+  for (int i = 0; i < f->passes && i < 2; i++)
+    t += f->gemm ? gs_gpu_gemm_time(m, u, f->M[i], f->N[i], f->K[i], f->batch[i], (double)gs_dtype_size(f->dtype))
+                 : gs_gpu_conv_time(m, u, f->M[i], f->N[i], f->K[i], f->batch[i], f->bytes[i]);
   return t;
 }
 

@@ -140,6 +140,8 @@ typedef struct {
   int passes;        /* 1 (forward) or up to 2 (data and weight gradients) */
   double M[2], N[2], K[2], batch[2], bytes[2];
   bool charged;      /* a task carries it already */
+  bool gemm;         /* priced as a cuBLAS product (a half-precision mm computed
+                      * here in float32), not as cuDNN's convolution */
 } gs_gpu_fused;
 /* Begins (f stays the caller's until gs_gpu_fused_end) and ends this
  * thread's region; gs_gpu_fused_now(dev): the region in force for dev, or NULL. */

@@ -3,6 +3,7 @@
  * batched [B, M, K] x [B, K, N] product for the backend. */
 #include <stdio.h>
 #include <string.h>
+#include "core/gs_gpu_model.h"
 #include "ops/gs_ops.h"
 
 static gs_status check_dtypes(const gs_tensor *a, const gs_tensor *b) {
@@ -13,6 +14,28 @@ static gs_status check_dtypes(const gs_tensor *a, const gs_tensor *b) {
   return GS_OK;
 }
 
+/* A half-precision product is computed here in float32 (two casts, a
+ * float32 product, a cast back), where a real GPU runs one fp16 or bf16
+ * tensor-core product: on a GPU that models one, the kernels queued in
+ * between are priced as that product (gs_gpu_fused; other devices ignore
+ * it). Returns whether the region began. */
+static bool begin_half_product(gs_gpu_fused *f, const gs_tensor *a, const gs_tensor *b, gs_dtype cdt) {
+  gs_device d = gs_tensor_device(a);
+  if (cdt == a->dtype || d.type != GS_CUDA) return false;
+  memset(f, 0, sizeof *f);
+  f->name = "mm";
+  f->dev = d.index;
+  f->dtype = a->dtype;
+  f->gemm = true;
+  f->passes = 1;
+  f->batch[0] = (double)a->shape[0], f->M[0] = (double)a->shape[1], f->K[0] = (double)a->shape[2];
+  f->N[0] = (double)b->shape[2];
+  f->bytes[0] = (double)gs_dtype_size(a->dtype) * f->batch[0] *
+                (f->M[0] * f->K[0] + f->K[0] * f->N[0] + f->M[0] * f->N[0]);
+  gs_gpu_fused_begin(f);
+  return true;
+}
+
 /* c = a @ b for 3-d a [B, M, K] and b [B, K, N] (either may be a batch-
  * broadcast view), in the compute dtype, cast back to a's dtype. */
 static gs_status gemm3(const gs_tensor *a, const gs_tensor *b, gs_tensor **out) {
@@ -21,11 +44,14 @@ static gs_status gemm3(const gs_tensor *a, const gs_tensor *b, gs_tensor **out) 
   gs_dtype cdt = gs_compute_dtype(a->dtype);
   gs_tensor *ca = NULL, *cb = NULL, *c = NULL;
   int64_t shape[3] = {a->shape[0], a->shape[1], b->shape[2]};
+  gs_gpu_fused fz;
+  bool fused = begin_half_product(&fz, a, b, cdt);
   gs_status s = gs_cast(a, cdt, &ca);
   if (s == GS_OK) s = gs_cast(b, cdt, &cb);
   if (s == GS_OK) s = gs_tensor_empty(gs_tensor_device(a), cdt, 3, shape, &c);
   if (s == GS_OK) { gs_log_op("matmul", a); s = be->gemm(c, ca, cb); }
   if (s == GS_OK) s = gs_cast(c, a->dtype, out);
+  if (fused) gs_gpu_fused_end();
   gs_tensor_release(ca); gs_tensor_release(cb); gs_tensor_release(c);
   return s;
 }

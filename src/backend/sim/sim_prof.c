@@ -22,7 +22,7 @@ void gs_simprof_model(gs_task *t, int id, uint64_t seq) {
   t->m1 = end;
   if (t->fixed_s >= 0) { t->unit = GS_UNIT_FP32 + 1; return; } /* the kernel lab set its bound (issue 30) */
   bool mm = t->fused == 1 || (t->ntensors == 3 && strcmp(t->name, "mm") == 0);
-  gs_dtype dt = t->ntensors > 0 ? t->x[0].dtype : GS_FLOAT32;
+  gs_dtype dt = t->fused == 1 ? t->fz.dtype : t->ntensors > 0 ? t->x[0].dtype : GS_FLOAT32;
   t->unit = (uint8_t)(gs_gpu_unit_for(m, dt, mm) + 1);
   double body = dur - m->launch_s;
   /* a copy inside one device is a kernel that reads and writes the bytes */
