@@ -5,16 +5,7 @@ local torch = require("torch")
 local H = require("helpers")
 
 -- n simulated devices modelling `spec` for the test, restored after
-local function with_model(spec, n)
-  local old = torch.cuda._set_gpu_model(spec)
-  collectgarbage()
-  local old_n, old_cap = torch._sim_configure(n or 1)
-  finally(function()
-    collectgarbage()
-    torch._sim_configure(old_n, old_cap)
-    torch.cuda._set_gpu_model(old)
-  end)
-end
+local function with_model(spec, n) H.with_model(finally, spec, n or 1) end
 
 local function near(want, got, rel)
   assert(math.abs(got - want) <= (rel or 1e-9) * math.abs(want), string.format("expected %.12g, got %.12g", want, got))

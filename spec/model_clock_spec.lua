@@ -3,6 +3,7 @@
 -- host clock (torch.clock) jumps to a device's modelled end when it waits;
 -- events read modelled time; with `host` nothing changes.
 local torch = require("torch")
+local H = require("helpers")
 
 local T = torch.cuda._model_time
 
@@ -16,18 +17,7 @@ end
 -- test's one `finally`: busted keeps only the last one given); the
 -- collector is stopped for the test, so no pause of the host (real time)
 -- comes between the calls it times
-local function with_model(spec, n)
-  local old = torch.cuda._set_gpu_model(spec)
-  collectgarbage()
-  local old_n, old_cap = torch._sim_configure(n or 2)
-  collectgarbage("stop")
-  finally(function()
-    collectgarbage("restart")
-    collectgarbage()
-    torch._sim_configure(old_n, old_cap)
-    torch.cuda._set_gpu_model(old)
-  end)
-end
+local function with_model(spec, n) H.with_model(finally, spec, n or 2, { stop_gc = true }) end
 
 -- got is want, give or take the host's own time spent queuing (slack, in
 -- the same unit): the device starts the timed work at the end of its

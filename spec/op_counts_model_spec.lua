@@ -7,20 +7,12 @@
 -- is one implicit-GEMM row (cuDNN's kernel), timed by its formula, with no
 -- im2col row; with `host` the engine's own kernels show.
 local torch = require("torch")
+local H = require("helpers")
 local nn = torch.nn
 
 local T = torch.cuda._model_time
 
-local function with_model(spec, n)
-  local old = torch.cuda._set_gpu_model(spec)
-  collectgarbage()
-  local old_n, old_cap = torch._sim_configure(n or 2)
-  finally(function()
-    collectgarbage()
-    torch._sim_configure(old_n, old_cap)
-    torch.cuda._set_gpu_model(old)
-  end)
-end
+local function with_model(spec, n) H.with_model(finally, spec, n or 2) end
 
 -- the device events of fn (run once before, so nothing is first-use)
 local function events(fn)

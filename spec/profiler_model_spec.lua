@@ -6,6 +6,7 @@
 -- Bound; torch.cuda.explain places each op on the roofline and says why;
 -- with `host` nothing is modelled and the table is as before.
 local torch = require("torch")
+local H = require("helpers")
 local R = require("gshell_run")
 
 -- V100 (docs/gpu-models.md): 15.7 TFLOP/s FP32, 900 GB/s, 80 SMs, 2 us launch
@@ -15,16 +16,7 @@ local PINNED = 8e9 * 128 / 130 * 16 / 8 * 0.78
 local PAGEABLE = PINNED / 2
 
 -- n simulated devices with model `spec` for the test, restored after
-local function with_model(spec, n)
-  local old = torch.cuda._set_gpu_model(spec)
-  collectgarbage()
-  local old_n, old_cap = torch._sim_configure(n or 1)
-  finally(function()
-    collectgarbage()
-    torch._sim_configure(old_n, old_cap)
-    torch.cuda._set_gpu_model(old)
-  end)
-end
+local function with_model(spec, n) H.with_model(finally, spec, n or 1) end
 
 local function named(p, name)
   local t = {}

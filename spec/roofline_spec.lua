@@ -5,20 +5,10 @@
 -- tensor-core roof appears only when allow_tf32 is on; --notebook --md
 -- writes the SVG beside the Markdown.
 local torch = require("torch")
+local H = require("helpers")
 local R = require("gshell_run")
 
-local function with_model(spec, n)
-  local old = torch.cuda._set_gpu_model(spec)
-  collectgarbage()
-  local old_n, old_cap = torch._sim_configure(n or 1)
-  local tf32 = torch.backends.cuda.matmul.allow_tf32
-  finally(function()
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    collectgarbage()
-    torch._sim_configure(old_n, old_cap)
-    torch.cuda._set_gpu_model(old)
-  end)
-end
+local function with_model(spec, n) H.with_model(finally, spec, n or 1) end
 
 -- explain an add of two 1M-element vectors (1 FLOP per 12 bytes) and a
 -- 1024^3 product (171 FLOP/byte): either side of the V100's 17.4 ridge

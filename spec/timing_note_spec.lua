@@ -4,20 +4,12 @@
 -- same as %timeit's ("modelled on a Tesla V100-SXM2-16GB"); on the CPU and
 -- with `host` (this machine's own time) they carry nothing.
 local torch = require("torch")
+local H = require("helpers")
 local d2l = require("d2l")
 local nn = torch.nn
 
 -- n simulated devices with model `spec` for the test, restored after
-local function with_model(spec, n)
-  local old = torch.cuda._set_gpu_model(spec)
-  collectgarbage()
-  local old_n, old_cap = torch._sim_configure(n or 2)
-  finally(function()
-    collectgarbage()
-    torch._sim_configure(old_n, old_cap)
-    torch.cuda._set_gpu_model(old)
-  end)
-end
+local function with_model(spec, n) H.with_model(finally, spec, n or 2) end
 
 -- what print() writes while fn runs, one string per call
 local function printed(fn)

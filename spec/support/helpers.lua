@@ -432,4 +432,26 @@ function H.read_file(path)
   return s
 end
 
+-- Runs the rest of a spec case on `n` simulated GPUs of GPU model `spec`
+-- ("v100", "host", ...), and puts back the model, the device count and
+-- allow_tf32 when the case ends. busted's `finally` belongs to the spec
+-- file, so it is passed in; busted keeps one `finally` per case, so a case
+-- that uses this helper must not register another. opts.stop_gc: the
+-- collector stays stopped until then (a collection between two launches
+-- is host time on the modelled clock).
+function H.with_model(finally, spec, n, opts)
+  local old = torch.cuda._set_gpu_model(spec)
+  collectgarbage()
+  local old_n, old_cap = torch._sim_configure(n)
+  local tf32 = torch.backends.cuda.matmul.allow_tf32
+  if opts and opts.stop_gc then collectgarbage("stop") end
+  finally(function()
+    collectgarbage("restart")
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    collectgarbage()
+    torch._sim_configure(old_n, old_cap)
+    torch.cuda._set_gpu_model(old)
+  end)
+end
+
 return H
