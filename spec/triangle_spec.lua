@@ -74,6 +74,16 @@ describe("triu and tril (issue 31)", function()
       :find("tril(diagonal): diagonal must be an integer offset (0 the main diagonal, 1 above it), got the number 1.5", 1, true))
     assert.truthy(err(torch.triu, torch.ones(2, 2), { k = 1 }):find("k", 1, true))
     assert.truthy(err(torch.triu, "x"):find("triu", 1, true))
+    -- the in-place forms check their tensor before touching it (the API
+    -- fuzzer's torch.triu_(-1): "attempt to index a number value")
+    for _, bad in ipairs({ -1, false, "x" }) do
+      local e = err(torch.triu_, bad)
+      assert.truthy(e:find("triu_", 1, true) and not e:find("attempt to index", 1, true), e)
+      e = err(torch.tril_, bad, 0)
+      assert.truthy(e:find("tril_", 1, true) and not e:find("attempt to index", 1, true), e)
+    end
+    local e = err(torch.triu_)
+    assert.truthy(e:find("triu_", 1, true) and not e:find("attempt to index", 1, true), e)
   end)
 
   -- the mask a GPT-like model gives nn.MultiheadAttention: query t sees

@@ -213,7 +213,7 @@ M.where = function(x, cond, y) return torch.where(cond, x, y) end -- x:where(con
 -- ------------------------------------------------------------ masked_fill
 
 local function check_fill(who, x, mask, value)
-  errors.check_tensor(x, "tensor", who)
+  errors.check_tensor(x, "input", who)
   if not is_tensor(mask) then fail(who .. "(mask, value): expected a boolean tensor mask, got " .. describe(mask)) end
   if mask.dtype ~= torch.bool then
     fail(("%s only supports boolean masks, but got mask with dtype %s"):format(who,
@@ -298,7 +298,7 @@ end
 -- Zeroes are chosen with where (no multiplication), so NaN and infinities
 -- kept stay as they are and the gradient is 1 on the kept part, 0 elsewhere.
 local function triangle(who, upper, x, diagonal)
-  errors.check_tensor(x, "tensor", who)
+  errors.check_tensor(x, "input", who)
   if type(diagonal) == "table" and not is_tensor(diagonal) then
     errors.check_options(diagonal, who, { "diagonal" })
     diagonal = diagonal.diagonal
@@ -319,8 +319,15 @@ end
 
 function M.triu(x, diagonal) return triangle("triu", true, x, diagonal) end
 function M.tril(x, diagonal) return triangle("tril", false, x, diagonal) end
-function M.triu_(x, diagonal) return x:copy_(triangle("triu_", true, x, diagonal)) end
-function M.tril_(x, diagonal) return x:copy_(triangle("tril_", false, x, diagonal)) end
+-- the triangle first: `x:copy_(...)` would index x before it is checked
+function M.triu_(x, diagonal)
+  local r = triangle("triu_", true, x, diagonal)
+  return x:copy_(r)
+end
+function M.tril_(x, diagonal)
+  local r = triangle("tril_", false, x, diagonal)
+  return x:copy_(r)
+end
 
 -- --------------------------------------------------- boolean-mask indexing
 
