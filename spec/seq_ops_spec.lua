@@ -278,6 +278,21 @@ describe("sequence and attention ops (issue 31)", function()
       assert.are.same({ { 1, 2, 1, 2 }, { 1, 2, 1, 2 } }, torch.tile(x, { 2, 2 }):tolist())
     end)
 
+    -- the API fuzzer's hang: a table whose __len says 2^63 was walked size
+    -- by size; more sizes than a tensor has dims is refused at once
+    it("x:tile and x['repeat'] refuse more than 16 sizes without walking them", function()
+      local x = torch.tensor({ 1, 2 })
+      local huge = setmetatable({}, { __len = function() return math.maxinteger end, __index = function() return 1 end })
+      for _, f in ipairs({ x.tile, x["repeat"] }) do
+        local ok, err = pcall(f, x, huge)
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("at most 16 sizes (a tensor has at most 16 dimensions)", 1, true), err)
+      end
+      local ok = pcall(x.tile, x, { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })
+      assert.is_false(ok)
+      assert.are.same({ 1, 2 }, x:tile({ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }):reshape(-1):tolist())
+    end)
+
     it("masked_fill_ in place; torch.where with numbers keeps NaN and infinities", function()
       local x = torch.tensor({ 1.0, 2.0, 3.0 })
       x:masked_fill_(torch.tensor({ true, false, true }), 0)

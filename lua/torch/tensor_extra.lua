@@ -28,7 +28,13 @@ local function size_list(who, ...)
   if n == 1 and type(first) == "table" and not is_tensor(first) then list = first
   else list = table.pack(...); list.n = nil end
   local r = {}
-  for i = 1, #list do
+  -- a tensor has at most 16 dims (GS_MAX_DIMS): a table whose length is
+  -- huge (a __len of 2^63) is refused before the loop, not walked
+  local n_sizes = #list
+  if math.type(n_sizes) ~= "integer" or n_sizes > 16 then
+    fail(("%s: at most 16 sizes (a tensor has at most 16 dimensions), got %s"):format(who, describe(n_sizes)))
+  end
+  for i = 1, n_sizes do
     if math.type(list[i]) ~= "integer" then
       fail(("%s: the sizes must be integers, got %s at position %d"):format(who, describe(list[i]), i))
     end
